@@ -1,0 +1,149 @@
+/* stax symbolic shapes: dim expressions in canonical form, symbols with ranges, a union-find
+ * of dims known to be equal, evaluation under a binding, and run-time guards.
+ *
+ * A dim expression is built from integer constants and named symbols with +, -, *, floor and
+ * ceil division, min and max. Expressions are hash-consed in canonical form inside a shape
+ * context, so two expressions are structurally equal exactly when their pointers are equal:
+ * S-S is the constant 0, 2*S+S is 3*S, (B*S*H)/H is B*S.
+ *
+ * Construction functions return NULL when memory runs out or an operation is invalid (e.g.
+ * division by a constant <= 0); NULL operands propagate, so a whole formula can be built and
+ * checked once. stax_shape_ctx_take_error then returns the reason as a status. */
+#ifndef STAX_SHAPE_H_
+#define STAX_SHAPE_H_
+
+#include "stax/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STAX_DIM_MAX INT64_MAX /* "no upper bound" in symbol ranges */
+
+typedef struct stax_shape_ctx_s stax_shape_ctx_t;
+typedef struct stax_dim_s stax_dim_t;
+typedef int32_t stax_symbol_id_t;
+
+STAX_MUST_USE stax_status_t stax_shape_ctx_create(stax_allocator_t allocator,
+                                                  stax_shape_ctx_t** out_ctx);
+void stax_shape_ctx_destroy(stax_shape_ctx_t* ctx);
+/* The first construction error since the last call (OUT_OF_MEMORY, INVALID_ARGUMENT, ...), or
+ * STAX_OK. Ownership passes to the caller. */
+STAX_MUST_USE stax_status_t stax_shape_ctx_take_error(stax_shape_ctx_t* ctx);
+
+/* ---- symbols ---------------------------------------------------------------------------- */
+
+/* Returns the symbol named `name`, creating it with range [min, max] (max may be
+ * STAX_DIM_MAX) the first time; a later call with the same name returns the same symbol and
+ * narrows its range to the intersection (an empty intersection is an error naming both
+ * ranges). */
+STAX_MUST_USE stax_status_t stax_symbol_get(stax_shape_ctx_t* ctx, const char* name,
+                                            int64_t min, int64_t max,
+                                            const stax_dim_t** out_dim);
+/* A new symbol with a unique name derived from `prefix` (e.g. "nonzero_0"), for data-dependent
+ * dims. `origin` says where it came from ("NonZero node 'nz' output 0, dim 1") for messages. */
+STAX_MUST_USE stax_status_t stax_symbol_fresh(stax_shape_ctx_t* ctx, const char* prefix,
+                                              int64_t min, int64_t max, const char* origin,
+                                              const stax_dim_t** out_dim);
+int32_t stax_shape_ctx_symbol_count(const stax_shape_ctx_t* ctx);
+const char* stax_symbol_name(const stax_shape_ctx_t* ctx, stax_symbol_id_t id);
+void stax_symbol_range(const stax_shape_ctx_t* ctx, stax_symbol_id_t id, int64_t* out_min,
+                       int64_t* out_max);
+/* The symbol's dim expression (a bare symbol). */
+const stax_dim_t* stax_symbol_dim(stax_shape_ctx_t* ctx, stax_symbol_id_t id);
+
+/* ---- construction (canonicalizing, hash-consed) ------------------------------------------ */
+
+const stax_dim_t* stax_dim_const(stax_shape_ctx_t* ctx, int64_t value);
+const stax_dim_t* stax_dim_add(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+const stax_dim_t* stax_dim_sub(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+const stax_dim_t* stax_dim_mul(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+const stax_dim_t* stax_dim_add_const(stax_shape_ctx_t* ctx, const stax_dim_t* a, int64_t c);
+const stax_dim_t* stax_dim_mul_const(stax_shape_ctx_t* ctx, const stax_dim_t* a, int64_t c);
+/* Floor / ceil division. The divisor must be a positive constant or an expression whose range
+ * is >= 1; exact divisions simplify ((B*S*H)/H is B*S, (4*S+2)/2 is 2*S+1). */
+const stax_dim_t* stax_dim_floordiv(stax_shape_ctx_t* ctx, const stax_dim_t* a,
+                                    const stax_dim_t* b);
+const stax_dim_t* stax_dim_ceildiv(stax_shape_ctx_t* ctx, const stax_dim_t* a,
+                                   const stax_dim_t* b);
+const stax_dim_t* stax_dim_min(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+const stax_dim_t* stax_dim_max(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+
+/* ---- queries ----------------------------------------------------------------------------- */
+
+bool stax_dim_is_const(const stax_dim_t* d);
+int64_t stax_dim_const_value(const stax_dim_t* d); /* only when stax_dim_is_const */
+/* A bare symbol: returns true and its id. */
+bool stax_dim_as_symbol(const stax_dim_t* d, stax_symbol_id_t* out_id);
+/* Conservative bounds from symbol ranges (interval arithmetic). */
+void stax_dim_bounds(const stax_shape_ctx_t* ctx, const stax_dim_t* d, int64_t* out_min,
+                     int64_t* out_max);
+/* Writes a readable form ("2*B*S + 1", "floor((H + -3)/2) + 1") into buf; returns the length
+ * it needed (snprintf-style). */
+int stax_dim_print(const stax_shape_ctx_t* ctx, const stax_dim_t* d, char* buf, size_t size);
+/* Appends the symbol ids the expression uses to out_ids (deduplicated), returns their count;
+ * at most `capacity` are written. */
+int32_t stax_dim_symbols(const stax_dim_t* d, stax_symbol_id_t* out_ids, int32_t capacity);
+
+/* ---- evaluation -------------------------------------------------------------------------- */
+
+#define STAX_SYMBOL_UNBOUND INT64_MIN
+/* values[id] is each symbol's value, STAX_SYMBOL_UNBOUND if not bound. Fails (naming the
+ * symbol) when one is unbound, on division by zero, or on overflow. */
+STAX_MUST_USE stax_status_t stax_dim_eval(const stax_shape_ctx_t* ctx, const stax_dim_t* d,
+                                          const int64_t* values, int64_t* out_value);
+
+/* ---- equalities (union-find) ------------------------------------------------------------- */
+
+/* Records a == b. Contradictions are errors (SHAPE_MISMATCH) that name both origins, e.g.
+ * "dim 3 (MatMul node 'mm' input 0, dim 1) cannot equal 4 (MatMul node 'mm' input 1, dim 0)":
+ *   - two different constants;
+ *   - an equation that solves a symbol to a value outside its range or to a non-integer
+ *     (S0 = S1 and S0 = 2*S1 with S1 >= 1 forces S1 = 0);
+ * When an equation pins a symbol to a constant, the symbol's range narrows to that value.
+ * origin_a / origin_b may be NULL. */
+STAX_MUST_USE stax_status_t stax_dim_unify(stax_shape_ctx_t* ctx, const stax_dim_t* a,
+                                           const char* origin_a, const stax_dim_t* b,
+                                           const char* origin_b);
+/* The class representative: a constant if the class has one, else the simplest member. */
+const stax_dim_t* stax_dim_resolve(stax_shape_ctx_t* ctx, const stax_dim_t* d);
+/* True when a and b are provably equal (same canonical form after resolving). */
+bool stax_dim_known_equal(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+
+/* ---- guards ------------------------------------------------------------------------------ */
+
+/* A graph input's declared shape, as the guard builder sees it. */
+typedef struct stax_shape_guard_input_t {
+  const char* name;
+  int32_t rank;
+  const stax_dim_t* const* dims;
+} stax_shape_guard_input_t;
+
+/* The minimal list of checks a concrete set of input shapes must pass: bind each symbol from
+ * the first input dim that determines it, then check every other dim that is not implied by
+ * earlier bindings, and check each bound symbol's range once. */
+typedef struct stax_shape_guards_s stax_shape_guards_t;
+
+STAX_MUST_USE stax_status_t stax_shape_guards_build(stax_shape_ctx_t* ctx,
+                                                    int32_t input_count,
+                                                    const stax_shape_guard_input_t* inputs,
+                                                    stax_shape_guards_t** out_guards);
+void stax_shape_guards_destroy(stax_shape_guards_t* guards);
+/* Number of run-time comparisons (bindings excluded); tests use it to prove minimality. */
+int32_t stax_shape_guards_check_count(const stax_shape_guards_t* guards);
+/* Prints one guard per line into buf (snprintf-style). */
+int stax_shape_guards_print(const stax_shape_guards_t* guards, char* buf, size_t size);
+/* ranks[i] and dims[i] are input i's concrete shape. On success, out_values (sized
+ * stax_shape_ctx_symbol_count) receives every symbol value the inputs determine
+ * (STAX_SYMBOL_UNBOUND for the rest). On failure: SHAPE_MISMATCH naming the input, the dim,
+ * the expected expression with the values bound so far, and the value seen. */
+STAX_MUST_USE stax_status_t stax_shape_guards_check(const stax_shape_guards_t* guards,
+                                                    const int32_t* ranks,
+                                                    const int64_t* const* dims,
+                                                    int64_t* out_values);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STAX_SHAPE_H_ */

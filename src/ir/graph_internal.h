@@ -1,0 +1,155 @@
+/* Internal view of the graph IR, shared by src/ir (graph, verifier, dump) and src/passes
+ * (shape inference and later passes). Users see only include/stax/graph.h. */
+#ifndef STAX_IR_GRAPH_INTERNAL_H_
+#define STAX_IR_GRAPH_INTERNAL_H_
+
+#include "base/arena.h"
+#include "base/hash_map.h"
+#include "stax/graph.h"
+
+/* Attribute as stored in the graph: names, strings and arrays live in the graph's arena. */
+typedef struct stax_node_attr_t {
+  const char* name;
+  stax_attr_type_t type;
+  union {
+    int64_t i;
+    float f;
+    const char* s;
+    struct {
+      int32_t count;
+      const int64_t* data;
+    } ints;
+    struct {
+      int32_t count;
+      const float* data;
+    } floats;
+    struct {
+      int32_t count;
+      const char* const* data;
+    } strings;
+    stax_tensor_t* tensor; /* retained */
+    stax_graph_t* graph;   /* owned */
+  } value;
+} stax_node_attr_t;
+
+typedef struct stax_node_t {
+  stax_op_t op;
+  const char* name;
+  int32_t input_count;
+  stax_value_id_t* inputs; /* STAX_VALUE_NONE for omitted optional inputs */
+  int32_t output_count;
+  stax_value_id_t* outputs;
+  int32_t attr_count;
+  stax_node_attr_t* attrs;
+} stax_node_t;
+
+enum {
+  STAX_VALUE_IS_INPUT = 1u << 0,
+  STAX_VALUE_IS_INITIALIZER = 1u << 1,
+  STAX_VALUE_IS_OUTPUT = 1u << 2,
+  STAX_VALUE_IS_CAPTURE = 1u << 3, /* a subgraph's stand-in for an outer value */
+};
+
+typedef struct stax_value_t {
+  const char* name;
+  stax_dtype_t dtype;
+  int32_t rank;
+  const stax_dim_t** dims; /* rank entries, in the graph arena */
+  stax_node_id_t producer; /* -1 for inputs, initializers, captures */
+  int32_t producer_output;
+  uint32_t flags;
+  stax_tensor_t* constant; /* initializer or value known at build time; retained; or NULL */
+  /* Symbolic contents of a small integer tensor (rank 0 or 1), e.g. the output of Shape or
+   * of Concat over shape pieces, so Reshape(x, Shape(y)) infers symbolically.
+   * content_count is -1 when unknown. */
+  int32_t content_count;
+  const stax_dim_t** content;
+  stax_value_id_t outer_value; /* for captures: the value in the parent graph */
+} stax_value_t;
+
+struct stax_graph_s {
+  stax_allocator_t allocator;
+  stax_arena_t arena;           /* names, dims arrays, attribute payloads */
+  stax_shape_ctx_t* shape;      /* owned by the top-level graph, shared by subgraphs */
+  stax_graph_t* parent;
+  stax_value_t* values;
+  int32_t value_count, value_capacity;
+  stax_node_t* nodes;
+  int32_t node_count, node_capacity;
+  stax_value_id_t* inputs;
+  int32_t input_count, input_capacity;
+  stax_value_id_t* outputs;
+  int32_t output_count, output_capacity;
+  stax_hash_map_t* names;       /* value name -> value id */
+  int32_t next_auto_name;
+};
+
+static inline stax_value_t* stax_graph_value(stax_graph_t* g, stax_value_id_t v) {
+  return &g->values[v];
+}
+static inline stax_node_t* stax_graph_node(stax_graph_t* g, stax_node_id_t n) {
+  return &g->nodes[n];
+}
+
+/* ---- for shape functions ----------------------------------------------------------------- */
+
+/* The inference context a shape function receives. Inputs that were omitted are NULL. */
+typedef struct stax_shape_infer_t {
+  stax_graph_t* graph;
+  stax_node_t* node;
+  stax_node_id_t node_id;
+  stax_shape_ctx_t* shape;
+} stax_shape_infer_t;
+
+/* Input i's value, or NULL when the input is absent (omitted optional or beyond the count). */
+const stax_value_t* stax_infer_input(const stax_shape_infer_t* ic, int32_t i);
+/* Sets output i's dtype and shape (dims copied into the arena). */
+STAX_MUST_USE stax_status_t stax_infer_set_output(stax_shape_infer_t* ic, int32_t i,
+                                                  stax_dtype_t dtype, int32_t rank,
+                                                  const stax_dim_t* const* dims);
+/* Records symbolic contents of output i (small integer tensors). */
+STAX_MUST_USE stax_status_t stax_infer_set_content(stax_shape_infer_t* ic, int32_t i,
+                                                   int32_t count,
+                                                   const stax_dim_t* const* content);
+/* Records a constant value for output i (retained). */
+void stax_infer_set_constant(stax_shape_infer_t* ic, int32_t i, stax_tensor_t* tensor);
+/* An error status prefixed with "<Op> node '<name>': ". */
+STAX_MUST_USE stax_status_t stax_infer_error(const stax_shape_infer_t* ic,
+                                             stax_status_code_t code, const char* fmt, ...)
+    STAX_PRINTF(3, 4);
+/* The shape context's pending construction error (OOM, ...) annotated with the node, or OK. */
+STAX_MUST_USE stax_status_t stax_infer_check_dims(const stax_shape_infer_t* ic);
+/* Unifies two dims, naming the node and the input/dim positions in any contradiction. */
+STAX_MUST_USE stax_status_t stax_infer_unify(stax_shape_infer_t* ic, const stax_dim_t* a,
+                                             int32_t input_a, int32_t dim_a,
+                                             const stax_dim_t* b, int32_t input_b,
+                                             int32_t dim_b);
+
+/* Attribute lookup on a node; NULL / the default when missing. The typed getters return
+ * INVALID_ARGUMENT (naming node and attribute) when the attribute exists with another type. */
+const stax_node_attr_t* stax_node_attr_find(const stax_node_t* node, const char* name);
+STAX_MUST_USE stax_status_t stax_node_attr_int(const stax_node_t* node, const char* name,
+                                               int64_t default_value, int64_t* out_value);
+STAX_MUST_USE stax_status_t stax_node_attr_float(const stax_node_t* node, const char* name,
+                                                 float default_value, float* out_value);
+/* *out_value borrows the node's string, or default_value. */
+STAX_MUST_USE stax_status_t stax_node_attr_string(const stax_node_t* node, const char* name,
+                                                  const char* default_value,
+                                                  const char** out_value);
+/* *out_count = -1 when the attribute is missing. */
+STAX_MUST_USE stax_status_t stax_node_attr_ints(const stax_node_t* node, const char* name,
+                                                int32_t* out_count, const int64_t** out_data);
+STAX_MUST_USE stax_status_t stax_node_attr_floats(const stax_node_t* node, const char* name,
+                                                  int32_t* out_count, const float** out_data);
+
+/* Shape functions, one per family named in ops.def (src/passes/shape/). */
+typedef stax_status_t (*stax_shape_fn)(stax_shape_infer_t* ic);
+#define STAX_OP(name, min_in, max_in, min_out, max_out, flags, family) \
+  STAX_MUST_USE stax_status_t stax_shape_##family(stax_shape_infer_t* ic);
+#include "stax/ops.def"
+#undef STAX_OP
+
+/* Runs the op's shape function for a node already stored in the graph. */
+STAX_MUST_USE stax_status_t stax_shape_infer_node(stax_graph_t* graph, stax_node_id_t node);
+
+#endif /* STAX_IR_GRAPH_INTERNAL_H_ */
