@@ -142,6 +142,55 @@ STAX_MUST_USE stax_status_t stax_shape_guards_check(const stax_shape_guards_t* g
                                                     const int64_t* const* dims,
                                                     int64_t* out_values);
 
+/* The steps, for consumers that compile guards into their own form (the VM). */
+typedef enum stax_shape_guard_kind_e {
+  STAX_GUARD_BIND,  /* symbol := (value - offset) / scale; value - offset must divide evenly */
+  STAX_GUARD_CHECK, /* input dim must equal expr evaluated under the symbols bound so far */
+  STAX_GUARD_RANGE, /* min <= symbol <= max */
+} stax_shape_guard_kind_t;
+
+typedef struct stax_shape_guard_step_t {
+  stax_shape_guard_kind_t kind;
+  int32_t input;            /* BIND, CHECK */
+  int32_t dim;              /* BIND, CHECK */
+  stax_symbol_id_t symbol;  /* BIND, RANGE */
+  int64_t scale, offset;    /* BIND (scale >= 1) */
+  const stax_dim_t* expr;   /* CHECK */
+  int64_t min, max;         /* RANGE */
+} stax_shape_guard_step_t;
+
+int32_t stax_shape_guards_step_count(const stax_shape_guards_t* guards);
+const stax_shape_guard_step_t* stax_shape_guards_steps(const stax_shape_guards_t* guards);
+
+/* ---- dim code: a serializable postfix form for run-time evaluation ------------------------ */
+
+typedef enum stax_dim_code_op_e {
+  STAX_DIM_CODE_CONST,    /* push value */
+  STAX_DIM_CODE_SYMBOL,   /* push values[symbol id] (value holds the id) */
+  STAX_DIM_CODE_ADD,      /* pop b, pop a, push a + b */
+  STAX_DIM_CODE_MUL,
+  STAX_DIM_CODE_FLOORDIV,
+  STAX_DIM_CODE_CEILDIV,
+  STAX_DIM_CODE_MIN,
+  STAX_DIM_CODE_MAX,
+  STAX_DIM_CODE_OP_COUNT
+} stax_dim_code_op_t;
+
+typedef struct stax_dim_code_t {
+  int32_t op;    /* stax_dim_code_op_t */
+  int64_t value; /* CONST: the constant; SYMBOL: the symbol id */
+} stax_dim_code_t;
+
+/* Writes the postfix code of d into out (at most capacity entries) and returns the number of
+ * entries it needs; call with capacity 0 to size. */
+int32_t stax_dim_emit_code(const stax_dim_t* d, stax_dim_code_t* out, int32_t capacity);
+/* Evaluates dim code robustly (it may come from a file): a malformed program (stack underflow,
+ * leftover values, bad op, symbol id >= symbol_count) is INVALID_ARGUMENT; an unbound symbol,
+ * division by zero or overflow is an error naming it. */
+STAX_MUST_USE stax_status_t stax_dim_code_eval(const stax_dim_code_t* code, int32_t count,
+                                               const int64_t* values, int32_t symbol_count,
+                                               int64_t* out_value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include "stax/runtime.h"
 #include "stax/shape.h"
 #include "stax/graph.h"
+#include "stax/vm.h"
 
 #ifdef __cplusplus
 extern "C" {

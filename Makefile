@@ -1,0 +1,18 @@
+# Thin wrapper over the README commands; CMake is the build system.
+.PHONY: all build demo test clean
+
+all: build
+
+build:
+	./scripts/setup.sh
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build -j$$(nproc)
+
+demo:
+	./scripts/demo.sh
+
+test:
+	./scripts/test.sh
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,118 @@
+/* stax VM: compile a graph to bytecode, save and load programs, run them with user tensors.
+ *
+ * A program is immutable once compiled and may be shared by any number of threads; each thread
+ * runs it through its own execution context (registers, shape stack, counters). */
+#ifndef STAX_VM_H_
+#define STAX_VM_H_
+
+#include <stdio.h>
+
+#include "stax/base.h"
+#include "stax/graph.h"
+#include "stax/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct stax_program_s stax_program_t;
+typedef struct stax_context_s stax_context_t;
+
+typedef enum stax_dispatch_mode_e {
+  STAX_DISPATCH_DEFAULT = 0, /* computed goto where the compiler supports it */
+  STAX_DISPATCH_SWITCH = 1,
+  STAX_DISPATCH_GOTO = 2,
+} stax_dispatch_mode_t;
+
+typedef struct stax_compile_options_t {
+  /* Emit static opcode variants where every shape is known at compile time (default on). */
+  bool disable_static_variants;
+  /* Insert PROFILE_POINT instructions at segment entries (default on; cheap counters). */
+  bool disable_profile_points;
+} stax_compile_options_t;
+
+/* Compiles a verified graph. The program keeps what it needs (constants are retained), so the
+ * graph may be destroyed afterwards. options may be NULL. */
+STAX_MUST_USE stax_status_t stax_program_compile(stax_allocator_t allocator,
+                                                 stax_graph_t* graph,
+                                                 const stax_compile_options_t* options,
+                                                 stax_program_t** out_program);
+void stax_program_retain(stax_program_t* program);
+void stax_program_release(stax_program_t* program);
+
+int32_t stax_program_input_count(const stax_program_t* program);
+int32_t stax_program_output_count(const stax_program_t* program);
+const char* stax_program_input_name(const stax_program_t* program, int32_t index);
+const char* stax_program_output_name(const stax_program_t* program, int32_t index);
+stax_dtype_t stax_program_input_dtype(const stax_program_t* program, int32_t index);
+stax_dtype_t stax_program_output_dtype(const stax_program_t* program, int32_t index);
+int32_t stax_program_input_rank(const stax_program_t* program, int32_t index);
+int32_t stax_program_output_rank(const stax_program_t* program, int32_t index);
+/* The declared dims of an input/output, printed ("B", "64", "2*S + 1") into buf. */
+int stax_program_input_dim_text(const stax_program_t* program, int32_t index, int32_t dim,
+                                char* buf, size_t size);
+int stax_program_output_dim_text(const stax_program_t* program, int32_t index, int32_t dim,
+                                 char* buf, size_t size);
+
+/* Saving and loading. A saved program is an input boundary like a model file: loading
+ * verifies it and rejects a malformed, truncated or corrupted file with a clear error. */
+STAX_MUST_USE stax_status_t stax_program_save(const stax_program_t* program, const char* path);
+STAX_MUST_USE stax_status_t stax_program_serialize(const stax_program_t* program,
+                                                   stax_allocator_t allocator, void** out_data,
+                                                   size_t* out_size);
+STAX_MUST_USE stax_status_t stax_program_load(stax_allocator_t allocator, const char* path,
+                                              stax_program_t** out_program);
+typedef struct stax_load_options_t {
+  /* Skip the whole-file checksum, so the verifier alone must catch corruption (for tests). */
+  bool skip_checksum;
+} stax_load_options_t;
+STAX_MUST_USE stax_status_t stax_program_deserialize(stax_allocator_t allocator,
+                                                     const void* data, size_t size,
+                                                     const stax_load_options_t* options,
+                                                     stax_program_t** out_program);
+
+/* Disassembly: the extended form (records with shape descriptors and the shape derivation
+ * chain), the compact form (the encoded words the interpreter fetches), or both. */
+enum {
+  STAX_DISASSEMBLE_EXTENDED = 1u << 0,
+  STAX_DISASSEMBLE_COMPACT = 1u << 1,
+};
+STAX_MUST_USE stax_status_t stax_program_disassemble(const stax_program_t* program,
+                                                     uint32_t forms, FILE* out);
+
+/* ---- execution ---------------------------------------------------------------------------- */
+
+typedef struct stax_context_options_t {
+  stax_dispatch_mode_t dispatch;
+  stax_threadpool_t* pool;  /* NULL: the process-wide default pool */
+  bool profile_timing;      /* also time each instruction (counts are always kept) */
+} stax_context_options_t;
+
+STAX_MUST_USE stax_status_t stax_context_create(stax_allocator_t allocator,
+                                                stax_program_t* program,
+                                                const stax_context_options_t* options,
+                                                stax_context_t** out_context);
+void stax_context_destroy(stax_context_t* context);
+
+/* Runs the program. inputs are borrowed (never copied; any strides); dtypes and ranks must
+ * match the program, and dims must satisfy the model's shapes, else an error names the input,
+ * the dim and both values. out_outputs receives output_count owned tensors. */
+STAX_MUST_USE stax_status_t stax_context_run(stax_context_t* context, int32_t input_count,
+                                             stax_tensor_t* const* inputs,
+                                             int32_t output_count,
+                                             stax_tensor_t** out_outputs);
+
+/* Profiling: per instruction execution counts (and nanoseconds when profile_timing), and per
+ * segment entry counts (what the JIT reads to find hot segments). Arrays are borrowed and
+ * valid until the next run. */
+int32_t stax_context_instruction_count(const stax_context_t* context);
+const uint64_t* stax_context_instruction_counts(const stax_context_t* context);
+const uint64_t* stax_context_instruction_nanos(const stax_context_t* context);
+int32_t stax_context_segment_count(const stax_context_t* context);
+const uint64_t* stax_context_segment_counts(const stax_context_t* context);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STAX_VM_H_ */

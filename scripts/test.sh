@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test run (what `make test` and CI run): installs what is missing, builds stax twice
+# — optimized, and with AddressSanitizer + UndefinedBehaviorSanitizer — runs the C unit tests of
+# both builds through ctest, then the Python tests through pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+jobs=${STAX_BUILD_JOBS:-$(nproc)}
+
+echo "== build (release) =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+
+echo "== build (asan+ubsan) =="
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTAX_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+
+echo "== unit tests (release) =="
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== unit tests (asan+ubsan) =="
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== python tests =="
+STAX_BUILD_DIR="$PWD/build" .venv/bin/python -m pytest -q tests/python
