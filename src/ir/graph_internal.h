@@ -142,6 +142,26 @@ STAX_MUST_USE stax_status_t stax_node_attr_ints(const stax_node_t* node, const c
 STAX_MUST_USE stax_status_t stax_node_attr_floats(const stax_node_t* node, const char* name,
                                                   int32_t* out_count, const float** out_data);
 
+/* ---- op table and attribute schema (src/ir/ops.c, src/ir/attrs.c) ----------------------- */
+
+int32_t stax_op_min_inputs(stax_op_t op);
+int32_t stax_op_max_inputs(stax_op_t op);   /* -1: variadic */
+int32_t stax_op_min_outputs(stax_op_t op);
+int32_t stax_op_max_outputs(stax_op_t op);  /* -1: variadic */
+/* Checks one attribute against op_attrs.def; errors name the node, op and attribute. */
+STAX_MUST_USE stax_status_t stax_attr_check_schema(stax_op_t op, const char* node_name,
+                                                   const char* attr_name,
+                                                   stax_attr_type_t type);
+/* Validates and deep-copies attributes into the graph's arena (nothing retained yet). */
+STAX_MUST_USE stax_status_t stax_node_attrs_copy(stax_graph_t* graph, stax_op_t op,
+                                                 const char* node_name, int32_t count,
+                                                 const stax_attr_t* attrs,
+                                                 stax_node_attr_t** out_attrs);
+/* Takes the references a committed node holds (tensor attributes). */
+void stax_node_attrs_commit(stax_node_t* node);
+/* Drops them: releases tensors, destroys owned subgraphs. */
+void stax_node_attrs_release(stax_node_t* node);
+
 /* Shape functions, one per family named in ops.def (src/passes/shape/). */
 typedef stax_status_t (*stax_shape_fn)(stax_shape_infer_t* ic);
 #define STAX_OP(name, min_in, max_in, min_out, max_out, flags, family) \
@@ -149,6 +169,8 @@ typedef stax_status_t (*stax_shape_fn)(stax_shape_infer_t* ic);
 #include "stax/ops.def"
 #undef STAX_OP
 
+/* The shape function of an op. */
+stax_shape_fn stax_op_shape_fn(stax_op_t op);
 /* Runs the op's shape function for a node already stored in the graph. */
 STAX_MUST_USE stax_status_t stax_shape_infer_node(stax_graph_t* graph, stax_node_id_t node);
 
