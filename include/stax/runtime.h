@@ -31,7 +31,8 @@ bool stax_dtype_is_signed_int(stax_dtype_t dtype);
 bool stax_dtype_is_unsigned_int(stax_dtype_t dtype);
 bool stax_dtype_is_integer(stax_dtype_t dtype);             /* signed or unsigned */
 stax_dtype_t stax_dtype_from_name(const char* name);        /* also accepts "float", "double",
-                                                               "half"; INVALID if unknown */
+                                                               "half", fp32, fp64, fp16, bf16;
+                                                               INVALID if unknown */
 stax_dtype_t stax_dtype_from_onnx(int32_t onnx_code);       /* INVALID if unsupported */
 int32_t stax_dtype_to_onnx(stax_dtype_t dtype);
 
@@ -73,8 +74,8 @@ size_t stax_buffer_size(const stax_buffer_t* buffer);
 /* Tensors                                                                                  */
 /* ---------------------------------------------------------------------------------------- */
 
-/* A tensor is a view onto a buffer: dtype, rank, dims, strides (in elements, may be 0 for
- * broadcast dims or negative never), and an element offset. Refcounted; views share the
+/* A tensor is a view onto a buffer: dtype, rank, dims, strides (in elements; 0 for broadcast
+ * dims, negative for reversed slices), and an element offset. Refcounted; views share the
  * buffer. */
 typedef struct stax_tensor_s stax_tensor_t;
 
@@ -131,7 +132,7 @@ STAX_MUST_USE stax_status_t stax_tensor_transpose(stax_allocator_t allocator,
                                                   stax_tensor_t* tensor, const int32_t* perm,
                                                   stax_tensor_t** out_tensor);
 /* ONNX Slice semantics per axis (negative starts/ends count from the end, clamped; steps may
- * be negative, never 0). axes may be NULL for 0..count-1. */
+ * be negative, never 0). axes may be NULL for 0..count-1, steps NULL for all 1. */
 STAX_MUST_USE stax_status_t stax_tensor_slice(stax_allocator_t allocator,
                                               stax_tensor_t* tensor, int32_t count,
                                               const int64_t* starts, const int64_t* ends,
@@ -142,7 +143,8 @@ STAX_MUST_USE stax_status_t stax_tensor_broadcast(stax_allocator_t allocator,
                                                   stax_tensor_t* tensor, int32_t rank,
                                                   const int64_t* dims,
                                                   stax_tensor_t** out_tensor);
-/* axes may be NULL for "every dim of size 1"; negative axes count from the end. */
+/* axes NULL squeezes every dim of size 1 (a non-NULL empty list squeezes nothing); negative
+ * axes count from the end. */
 STAX_MUST_USE stax_status_t stax_tensor_squeeze(stax_allocator_t allocator,
                                                 stax_tensor_t* tensor, int32_t axis_count,
                                                 const int32_t* axes, stax_tensor_t** out_tensor);

@@ -1,5 +1,6 @@
-/* Internal layout of buffers and tensors, shared by the runtime and the kernels. Users see
- * only the opaque handles of include/stax/runtime.h. */
+/* Internal layout of buffers and tensors, shared by the runtime and the kernels, plus the
+ * runtime's internal helpers (dtype kinds, strided conversion, shape arithmetic, the pool's
+ * hooks). Users see only the opaque handles of include/stax/runtime.h. */
 #ifndef STAX_RUNTIME_TENSOR_INTERNAL_H_
 #define STAX_RUNTIME_TENSOR_INTERNAL_H_
 
@@ -15,9 +16,14 @@ struct stax_buffer_s {
   stax_allocator_t allocator;     /* frees the struct (and data when owned) */
   stax_buffer_release_fn release; /* for wrapped memory; NULL when stax owns data */
   void* release_ctx;
-  uint8_t pooled;                 /* data returns to a thread's pool on release */
+  uint8_t pooled; /* data returns to a thread's pool on release */
   uint8_t owns_data;
 };
+
+/* Buffers whose memory stax allocates are one block: this many header bytes (the struct,
+ * padded so the data after it keeps the block's 64-byte alignment), then `capacity` bytes of
+ * data. One allocation per buffer means one failure point and one cache miss. */
+#define STAX_BUFFER_HEADER_SIZE 128
 
 struct stax_tensor_s {
   atomic_int_fast32_t refcount;
@@ -27,7 +33,67 @@ struct stax_tensor_s {
   int32_t rank;
   int64_t offset; /* in elements */
   int64_t dims[STAX_MAX_RANK];
-  int64_t strides[STAX_MAX_RANK]; /* in elements */
+  /* In elements. 0 on broadcast dims; negative after a slice with a negative step (the
+   * element at index 0 is then at `offset`, later ones lie before it). */
+  int64_t strides[STAX_MAX_RANK];
 };
+
+/* ---- dtypes (dtype.c) ------------------------------------------------------------------- */
+
+bool stax_dtype_is_valid(stax_dtype_t dtype);
+/* 'F' float, 'I' signed integer, 'U' unsigned integer, 'B' bool; 0 for an invalid dtype. */
+char stax_dtype_kind(stax_dtype_t dtype);
+/* DLPack type code (0 int, 1 uint, 2 float, 4 bfloat, 6 bool); -1 for an invalid dtype. */
+int32_t stax_dtype_dlpack_code(stax_dtype_t dtype);
+/* INVALID when no stax dtype has this code and bit width. */
+stax_dtype_t stax_dtype_from_dlpack(int32_t code, int32_t bits);
+
+/* ---- conversion (convert.c, half.c) ----------------------------------------------------- */
+
+/* stax_convert_elements with byte strides on both sides (any sign, 0 allowed on the source).
+ * Same semantics: see convert.c for the rules on NaN and out-of-range values. */
+void stax_convert_strided(stax_dtype_t src_dtype, const void* src, int64_t src_stride_bytes,
+                          stax_dtype_t dst_dtype, void* dst, int64_t dst_stride_bytes,
+                          int64_t count);
+/* Correctly rounded (nearest even) narrowing from double, without the double rounding that
+ * going through float would add. */
+uint16_t stax_f64_to_f16(double value);
+uint16_t stax_f64_to_bf16(double value);
+
+/* ---- shapes (tensor.c) ------------------------------------------------------------------ */
+
+/* Checks rank (0..STAX_MAX_RANK), dims (non-negative; NULL only for rank 0) and that the
+ * element count fits in int64; `what` names the tensor in the message. */
+STAX_MUST_USE stax_status_t stax_shape_validate(const char* what, int32_t rank, const int64_t* dims,
+                                                int64_t* out_count);
+/* Row-major strides in elements. */
+void stax_shape_contiguous_strides(int32_t rank, const int64_t* dims, int64_t* out_strides);
+/* Lowest and highest element offsets (relative to the first element) a view reaches. False
+ * when the view is empty or the arithmetic overflows int64. */
+bool stax_shape_extent(int32_t rank, const int64_t* dims, const int64_t* strides,
+                       int64_t* out_lowest, int64_t* out_highest);
+
+/* "[2, 3, 4]" for messages, by value so it can sit inside a printf argument list:
+ *   stax_status_make(..., "dims %s", stax_dims_text(rank, dims).text) */
+typedef struct stax_dims_text_t {
+  char text[256];
+} stax_dims_text_t;
+stax_dims_text_t stax_dims_text(int32_t rank, const int64_t* dims);
+
+/* A tensor over `buffer` (retained) with the given metadata, not checked against the buffer:
+ * for view operations whose result is in bounds by construction. */
+STAX_MUST_USE stax_status_t stax_tensor_make_view(stax_allocator_t allocator, stax_buffer_t* buffer,
+                                                  stax_dtype_t dtype, int32_t rank,
+                                                  const int64_t* dims, const int64_t* strides,
+                                                  int64_t offset, stax_tensor_t** out_tensor);
+
+/* ---- buffers and the pool (buffer.c, pool.c) ------------------------------------------- */
+
+/* Fills in the header of a block stax allocated (see STAX_BUFFER_HEADER_SIZE); refcount 1. */
+void stax_buffer_init_block(stax_buffer_t* buffer, stax_allocator_t allocator, size_t size,
+                            size_t capacity, bool pooled);
+/* Takes a pooled buffer whose last reference went: caches its block in the calling thread's
+ * pool, or frees it when the pool is full or the thread is exiting. */
+void stax_pool_take_back(stax_buffer_t* buffer);
 
 #endif /* STAX_RUNTIME_TENSOR_INTERNAL_H_ */
