@@ -60,8 +60,8 @@ const stax_dim_t* stax_dim_sub(stax_shape_ctx_t* ctx, const stax_dim_t* a, const
 const stax_dim_t* stax_dim_mul(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
 const stax_dim_t* stax_dim_add_const(stax_shape_ctx_t* ctx, const stax_dim_t* a, int64_t c);
 const stax_dim_t* stax_dim_mul_const(stax_shape_ctx_t* ctx, const stax_dim_t* a, int64_t c);
-/* Floor / ceil division. The divisor must be a positive constant or an expression whose range
- * is >= 1; exact divisions simplify ((B*S*H)/H is B*S, (4*S+2)/2 is 2*S+1). */
+/* Floor / ceil division. A constant divisor must be positive; a symbolic one must be able to
+ * be positive (a zero divisor is caught at evaluation). Exact divisions simplify ((B*S*H)/H is B*S, (4*S+2)/2 is 2*S+1). */
 const stax_dim_t* stax_dim_floordiv(stax_shape_ctx_t* ctx, const stax_dim_t* a,
                                     const stax_dim_t* b);
 const stax_dim_t* stax_dim_ceildiv(stax_shape_ctx_t* ctx, const stax_dim_t* a,
@@ -78,8 +78,8 @@ bool stax_dim_as_symbol(const stax_dim_t* d, stax_symbol_id_t* out_id);
 /* Conservative bounds from symbol ranges (interval arithmetic). */
 void stax_dim_bounds(const stax_shape_ctx_t* ctx, const stax_dim_t* d, int64_t* out_min,
                      int64_t* out_max);
-/* Writes a readable form ("2*B*S + 1", "floor((H + -3)/2) + 1") into buf; returns the length
- * it needed (snprintf-style). */
+/* Writes a readable form ("2*B*S + 1", "floor((H + 1)/2) - 1", "min(S, H)") into buf; returns
+ * the length it needed (snprintf-style). */
 int stax_dim_print(const stax_shape_ctx_t* ctx, const stax_dim_t* d, char* buf, size_t size);
 /* Appends the symbol ids the expression uses to out_ids (deduplicated), returns their count;
  * at most `capacity` are written. */
@@ -124,6 +124,7 @@ typedef struct stax_shape_guard_input_t {
  * earlier bindings, and check each bound symbol's range once. */
 typedef struct stax_shape_guards_s stax_shape_guards_t;
 
+/* Uses the context's allocator; the guards borrow ctx, which must outlive them. */
 STAX_MUST_USE stax_status_t stax_shape_guards_build(stax_shape_ctx_t* ctx,
                                                     int32_t input_count,
                                                     const stax_shape_guard_input_t* inputs,
@@ -151,11 +152,11 @@ typedef enum stax_shape_guard_kind_e {
 
 typedef struct stax_shape_guard_step_t {
   stax_shape_guard_kind_t kind;
-  int32_t input;            /* BIND, CHECK */
-  int32_t dim;              /* BIND, CHECK */
+  int32_t input;            /* the input dim the step reads (RANGE: where the symbol was bound) */
+  int32_t dim;
   stax_symbol_id_t symbol;  /* BIND, RANGE */
   int64_t scale, offset;    /* BIND (scale >= 1) */
-  const stax_dim_t* expr;   /* CHECK */
+  const stax_dim_t* expr;   /* CHECK: the expected dim; BIND: the input's declared dim */
   int64_t min, max;         /* RANGE */
 } stax_shape_guard_step_t;
 
