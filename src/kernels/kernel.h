@@ -31,6 +31,7 @@ typedef struct stax_kernel_call_t {
   stax_tensor_t* const* inputs;
   int32_t output_count;
   stax_tensor_t** outputs;
+  uint32_t kernel_set_outputs; /* bit i: the kernel (not the caller) set outputs[i] */
 } stax_kernel_call_t;
 
 typedef stax_status_t (*stax_kernel_fn)(stax_kernel_call_t* call);
@@ -55,13 +56,17 @@ STAX_MUST_USE stax_status_t stax_kernel_error(const stax_kernel_call_t* call,
 static inline stax_tensor_t* stax_kernel_input(const stax_kernel_call_t* call, int32_t i) {
   return i < call->input_count ? call->inputs[i] : NULL;
 }
-/* Gets output i with this dtype and shape: checks a preallocated one matches (INTERNAL error
- * naming the output and dims otherwise), or allocates a contiguous pooled tensor. The result
- * is borrowed from call->outputs[i]. */
+/* Gets output i with this dtype and shape: checks a preallocated one matches (SHAPE_MISMATCH
+ * naming the output and both shapes otherwise), or allocates a contiguous pooled tensor. The
+ * result is borrowed from call->outputs[i]. */
 STAX_MUST_USE stax_status_t stax_kernel_output(stax_kernel_call_t* call, int32_t i,
                                                stax_dtype_t dtype, int32_t rank,
                                                const int64_t* dims, stax_tensor_t** out_tensor);
-/* Releases and clears outputs the kernel set (for error paths). */
+/* Stores a tensor the kernel made (e.g. a view of an input) as output i, taking over the
+ * caller's reference. Only for outputs that were NULL on entry. */
+void stax_kernel_set_output(stax_kernel_call_t* call, int32_t i, stax_tensor_t* tensor);
+/* Releases and clears the outputs the kernel itself set (for error paths); preallocated
+ * outputs stay with the caller. */
 void stax_kernel_release_outputs(stax_kernel_call_t* call);
 
 /* numpy broadcasting of `count` shapes; SHAPE_MISMATCH names the inputs and dims. */

@@ -65,15 +65,22 @@ stax_status_t stax_kernel_output(stax_kernel_call_t* call, int32_t i, stax_dtype
       stax_tensor_create_view(call->allocator, buffer, dtype, rank, dims, NULL, 0, out_tensor);
   stax_buffer_release(buffer); /* the tensor holds its own reference */
   if (status) return status;
-  call->outputs[i] = *out_tensor;
+  stax_kernel_set_output(call, i, *out_tensor);
   return STAX_OK;
 }
 
+void stax_kernel_set_output(stax_kernel_call_t* call, int32_t i, stax_tensor_t* tensor) {
+  call->outputs[i] = tensor;
+  if (i < 32) call->kernel_set_outputs |= 1u << i;
+}
+
 void stax_kernel_release_outputs(stax_kernel_call_t* call) {
-  for (int32_t i = 0; i < call->output_count; i++) {
+  for (int32_t i = 0; i < call->output_count && i < 32; i++) {
+    if (!(call->kernel_set_outputs & (1u << i))) continue;
     if (call->outputs[i]) stax_tensor_release(call->outputs[i]);
     call->outputs[i] = NULL;
   }
+  call->kernel_set_outputs = 0;
 }
 
 stax_status_t stax_kernel_broadcast_shape(const stax_kernel_call_t* call, int32_t count,
@@ -199,11 +206,31 @@ void stax_nd_for_each_row_parallel(stax_threadpool_t* pool, int32_t rank, const 
 
 double stax_load_as_f64(stax_dtype_t dtype, const void* base, int64_t index) {
   switch (dtype) {
-#define STAX_DTYPE(name, text, size, kind, onnx, dlpack, ctype) \
-  case STAX_DTYPE_##name:                                       \
-    return (double)((const ctype*)base)[index];
-#include "stax/dtypes.def"
-#undef STAX_DTYPE
+    case STAX_DTYPE_FLOAT16:
+      return stax_f16_to_f32(((const uint16_t*)base)[index]);
+    case STAX_DTYPE_BFLOAT16:
+      return stax_bf16_to_f32(((const uint16_t*)base)[index]);
+    case STAX_DTYPE_FLOAT32:
+      return ((const float*)base)[index];
+    case STAX_DTYPE_FLOAT64:
+      return ((const double*)base)[index];
+    case STAX_DTYPE_INT8:
+      return ((const int8_t*)base)[index];
+    case STAX_DTYPE_INT16:
+      return ((const int16_t*)base)[index];
+    case STAX_DTYPE_INT32:
+      return ((const int32_t*)base)[index];
+    case STAX_DTYPE_INT64:
+      return (double)((const int64_t*)base)[index];
+    case STAX_DTYPE_UINT8:
+    case STAX_DTYPE_BOOL:
+      return ((const uint8_t*)base)[index];
+    case STAX_DTYPE_UINT16:
+      return ((const uint16_t*)base)[index];
+    case STAX_DTYPE_UINT32:
+      return ((const uint32_t*)base)[index];
+    case STAX_DTYPE_UINT64:
+      return (double)((const uint64_t*)base)[index];
     default:
       return 0.0;
   }

@@ -96,7 +96,10 @@ static stax_status_t reduce_content(stax_shape_infer_t* ic, const stax_shape_ope
 stax_status_t stax_shape_reduce(stax_shape_infer_t* ic) {
   stax_shape_operand_t x;
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &x));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &x, STAX_DTYPES_NUMERIC, "a number"));
+  /* Opset 20 lets ReduceMax / ReduceMin take bool (logical any / all). */
+  bool allows_bool = ic->node->op == STAX_OP_ReduceMax || ic->node->op == STAX_OP_ReduceMin;
+  if (!(allows_bool && x.dtype == STAX_DTYPE_BOOL))
+    STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &x, STAX_DTYPES_NUMERIC, "a number"));
   STAX_RETURN_IF_ERROR(stax_shape_require_rank_limit(ic, &x));
   bool keepdims = true, noop_with_empty_axes = false;
   STAX_RETURN_IF_ERROR(stax_shape_attr_flag(ic, "keepdims", true, &keepdims));
