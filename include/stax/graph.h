@@ -35,6 +35,8 @@ enum {
   STAX_OPF_DATA_DEPENDENT = 1u << 4, /* output shape depends on input values */
   STAX_OPF_CONTROL = 1u << 5,        /* has subgraphs */
   STAX_OPF_SHAPE_ONLY = 1u << 6,     /* reads only its input's shape */
+  STAX_OPF_OPTIONAL_SLOTS = 1u << 7, /* even the first min_inputs may be omitted (Loop's M and
+                                        cond): the slots must exist, the values need not */
 };
 
 const char* stax_op_name(stax_op_t op);          /* "invalid" for a bad op */

@@ -415,7 +415,7 @@ static stax_status_t stax_graph_check_node(const stax_graph_t* graph,
   for (int32_t i = 0; i < desc->input_count; i++) {
     stax_value_id_t id = desc->inputs[i];
     if (id == STAX_VALUE_NONE) {
-      if (i < min_inputs) {
+      if (i < min_inputs && !(stax_op_flags(desc->op) & STAX_OPF_OPTIONAL_SLOTS)) {
         return stax_status_make(STAX_INVALID_ARGUMENT,
                                 "%s node '%s': input %d is required but missing", op_name,
                                 node_name, i);

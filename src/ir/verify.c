@@ -272,7 +272,7 @@ static stax_status_t stax_verify_node_uses(const stax_graph_t* graph, stax_node_
   for (int32_t i = 0; i < node->input_count; i++) {
     stax_value_id_t id = node->inputs[i];
     if (id == STAX_VALUE_NONE) {
-      if (i < min_inputs) {
+      if (i < min_inputs && !(stax_op_flags(node->op) & STAX_OPF_OPTIONAL_SLOTS)) {
         return stax_status_make(STAX_INVALID_ARGUMENT,
                                 "%s node '%s': input %d is required but missing",
                                 stax_op_name(node->op), node->name, i);
