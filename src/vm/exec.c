@@ -1,0 +1,318 @@
+/* Instruction semantics for the lifetime, compute, call and jump instructions, plus the small
+ * helpers they share (dim evaluation, scalar reads, error context, timing). The dispatch loop
+ * (interp_loop.inc) stays a list of calls into these. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernel.h"
+#include "runtime/tensor_internal.h"
+#include "vm/context.h"
+
+/* ---- shared helpers ------------------------------------------------------------------------ */
+
+const char* stax_vm_register_name(const stax_program_t* program, int32_t reg) {
+  if (reg < 0 || reg >= program->registers_count) return "?";
+  const char* name = stax_vm_program_string(program, program->registers[reg].name);
+  return name[0] ? name : "(unnamed)";
+}
+
+stax_status_t stax_vm_instruction_error(const stax_context_t* ctx, const int32_t* ins,
+                                        stax_status_t status) {
+  const stax_program_t* program = ctx->program;
+  int32_t index = ins[1];
+  const stax_vm_instruction_t* record = &program->instructions[index];
+  if (record->node >= 0) {
+    const stax_vm_node_t* node = &program->nodes[record->node];
+    return stax_status_annotate(status, "instruction %d (%s) from %s node '%s'", index,
+                                stax_vm_opcode_name(record->opcode),
+                                stax_op_name((stax_op_t)node->op),
+                                stax_vm_program_string(program, node->name));
+  }
+  return stax_status_annotate(status, "instruction %d (%s)", index,
+                              stax_vm_opcode_name(record->opcode));
+}
+
+static uint64_t stax_vm_now_nanos(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+void stax_vm_profile_tick(stax_context_t* ctx, int32_t instruction) {
+  uint64_t now = stax_vm_now_nanos();
+  if (ctx->timing_instruction >= 0)
+    ctx->instruction_nanos[ctx->timing_instruction] += now - ctx->timing_start;
+  ctx->timing_instruction = instruction;
+  ctx->timing_start = now;
+}
+
+void stax_vm_profile_stop(stax_context_t* ctx) {
+  if (ctx->timing_instruction >= 0) stax_vm_profile_tick(ctx, -1);
+  ctx->timing_instruction = -1;
+}
+
+stax_status_t stax_vm_descriptor_dims(const stax_context_t* ctx, int32_t descriptor,
+                                      int64_t* out_dims) {
+  const stax_program_t* program = ctx->program;
+  const stax_vm_descriptor_t* desc = &program->descriptors[descriptor];
+  for (int32_t d = 0; d < desc->rank; d++) {
+    const stax_vm_dim_t* dim = &program->dims[desc->dims_first + d];
+    if (dim->kind == STAX_VM_DIM_CONSTANT) {
+      out_dims[d] = dim->value;
+      continue;
+    }
+    const stax_vm_dim_code_ref_t* ref = &program->dim_codes[dim->code];
+    stax_status_t status =
+        stax_dim_code_eval(program->dim_code_words + ref->first, ref->count, ctx->symbols,
+                           program->symbols_count, &out_dims[d]);
+    if (status) {
+      char text[256];
+      stax_vm_descriptor_text(program, descriptor, text, sizeof(text));
+      return stax_status_annotate(status, "computing dim %d (%s) of %s", d,
+                                  stax_vm_program_string(program, ref->text), text);
+    }
+    if (out_dims[d] < 0) {
+      char text[256];
+      stax_vm_descriptor_text(program, descriptor, text, sizeof(text));
+      return stax_status_make(STAX_SHAPE_MISMATCH, "dim %d (%s) of %s is negative (%lld)", d,
+                              stax_vm_program_string(program, ref->text), text,
+                              (long long)out_dims[d]);
+    }
+  }
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_read_scalar_bool(const stax_tensor_t* tensor, const char* what,
+                                       bool* out_value) {
+  *out_value = false;
+  if (!tensor) return stax_status_make(STAX_FAILED_PRECONDITION, "%s has no value", what);
+  if (stax_tensor_element_count(tensor) != 1)
+    return stax_status_make(STAX_SHAPE_MISMATCH, "%s must hold one element, it has %lld (dims %s)",
+                            what, (long long)stax_tensor_element_count(tensor),
+                            stax_dims_text(tensor->rank, tensor->dims).text);
+  uint8_t value = 0;
+  stax_convert_elements(tensor->dtype, stax_tensor_data(tensor), STAX_DTYPE_BOOL, &value, 1);
+  *out_value = value != 0;
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_read_scalar_int(const stax_tensor_t* tensor, const char* what,
+                                      int64_t* out_value) {
+  *out_value = 0;
+  if (!tensor) return stax_status_make(STAX_FAILED_PRECONDITION, "%s has no value", what);
+  if (!stax_dtype_is_integer(tensor->dtype))
+    return stax_status_make(STAX_DTYPE_MISMATCH, "%s must be an integer, it is %s", what,
+                            stax_dtype_name(tensor->dtype));
+  if (stax_tensor_element_count(tensor) != 1)
+    return stax_status_make(STAX_SHAPE_MISMATCH, "%s must hold one element, it has %lld (dims %s)",
+                            what, (long long)stax_tensor_element_count(tensor),
+                            stax_dims_text(tensor->rank, tensor->dims).text);
+  stax_convert_elements(tensor->dtype, stax_tensor_data(tensor), STAX_DTYPE_INT64, out_value, 1);
+  return STAX_OK;
+}
+
+/* ---- lifetime ------------------------------------------------------------------------------- */
+
+stax_status_t stax_vm_exec_load_tensor(stax_context_t* ctx, const int32_t* ins) {
+  stax_vm_set_register(ctx, STAX_VM_OPERAND(ins, 0), ctx->inputs[STAX_VM_OPERAND(ins, 1)]);
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_exec_load_const(stax_context_t* ctx, const int32_t* ins) {
+  stax_vm_set_register(ctx, STAX_VM_OPERAND(ins, 0),
+                       ctx->program->constants[STAX_VM_OPERAND(ins, 1)]);
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_exec_store_tensor(stax_context_t* ctx, const int32_t* ins) {
+  int32_t reg = STAX_VM_OPERAND(ins, 0), output = STAX_VM_OPERAND(ins, 1);
+  stax_tensor_t* tensor = ctx->registers[reg];
+  if (!tensor)
+    return stax_status_make(STAX_INTERNAL, "output %d '%s' (register %d) has no value", output,
+                            stax_vm_program_string(ctx->program, ctx->program->outputs[output].name),
+                            reg);
+  stax_tensor_retain(tensor);
+  if (ctx->outputs[output]) stax_tensor_release(ctx->outputs[output]);
+  ctx->outputs[output] = tensor;
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_exec_alloc(stax_context_t* ctx, const int32_t* ins, bool pooled) {
+  const stax_program_t* program = ctx->program;
+  int32_t reg = STAX_VM_OPERAND(ins, 0), descriptor = STAX_VM_OPERAND(ins, 1);
+  const stax_vm_descriptor_t* desc = &program->descriptors[descriptor];
+  int64_t dims[STAX_MAX_RANK];
+  STAX_RETURN_IF_ERROR(stax_vm_descriptor_dims(ctx, descriptor, dims), "allocating register %d '%s'",
+                       reg, stax_vm_register_name(program, reg));
+  stax_tensor_t* tensor = NULL;
+  stax_dtype_t dtype = (stax_dtype_t)desc->dtype;
+  if (!pooled) {
+    STAX_RETURN_IF_ERROR(stax_tensor_create(ctx->allocator, dtype, desc->rank, dims, &tensor),
+                         "allocating register %d '%s'", reg, stax_vm_register_name(program, reg));
+  } else {
+    int64_t count = 0;
+    STAX_RETURN_IF_ERROR(
+        stax_shape_validate(stax_vm_register_name(program, reg), desc->rank, dims, &count));
+    size_t element_size = stax_dtype_size(dtype);
+    if (count > INT64_MAX / (int64_t)element_size)
+      return stax_status_make(STAX_OUT_OF_RANGE, "register %d '%s' with dims %s is too large", reg,
+                              stax_vm_register_name(program, reg),
+                              stax_dims_text(desc->rank, dims).text);
+    stax_buffer_t* buffer = NULL;
+    STAX_RETURN_IF_ERROR(stax_buffer_allocate_pooled((size_t)count * element_size, &buffer),
+                         "allocating register %d '%s' with dims %s", reg,
+                         stax_vm_register_name(program, reg), stax_dims_text(desc->rank, dims).text);
+    int64_t strides[STAX_MAX_RANK];
+    stax_shape_contiguous_strides(desc->rank, dims, strides);
+    stax_status_t status = stax_tensor_make_view(ctx->allocator, buffer, dtype, desc->rank, dims,
+                                                 strides, 0, &tensor);
+    stax_buffer_release(buffer); /* the tensor holds its own reference */
+    STAX_RETURN_IF_ERROR(status);
+  }
+  stax_vm_take_register(ctx, reg, tensor);
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_exec_move(stax_context_t* ctx, const int32_t* ins) {
+  int32_t dst = STAX_VM_OPERAND(ins, 0), src = STAX_VM_OPERAND(ins, 1);
+  if (!ctx->registers[src])
+    return stax_status_make(STAX_INTERNAL, "register %d '%s' has no value to move", src,
+                            stax_vm_register_name(ctx->program, src));
+  stax_vm_set_register(ctx, dst, ctx->registers[src]);
+  return STAX_OK;
+}
+
+/* ---- compute -------------------------------------------------------------------------------- */
+
+stax_status_t stax_vm_exec_compute(stax_context_t* ctx, const int32_t* ins) {
+  const stax_program_t* program = ctx->program;
+  int32_t node_index = STAX_VM_OPERAND(ins, 0);
+  const int32_t* input_list = &STAX_VM_OPERAND(ins, 1);
+  int32_t input_count = input_list[0];
+  const int32_t* output_list = input_list + 1 + input_count;
+  int32_t output_count = output_list[0];
+  const stax_node_t* node = &program->kernel_nodes[node_index];
+  stax_kernel_fn kernel = stax_kernel_for_op(node->op);
+  if (!kernel)
+    return stax_status_make(STAX_UNIMPLEMENTED, "no kernel for %s", stax_op_name(node->op));
+  bool kernel_allocates =
+      (program->instructions[ins[1]].flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) != 0;
+  for (int32_t k = 0; k < input_count; k++) {
+    int32_t reg = input_list[1 + k];
+    ctx->call_inputs[k] = reg >= 0 ? ctx->registers[reg] : NULL;
+  }
+  /* Preallocated outputs get an extra reference for the call: a kernel that fails may release
+   * whatever is in its output array, and the register must stay valid either way. */
+  for (int32_t k = 0; k < output_count; k++) {
+    int32_t reg = output_list[1 + k];
+    if (kernel_allocates) stax_vm_take_register(ctx, reg, NULL);
+    stax_tensor_t* previous = ctx->registers[reg];
+    if (previous) stax_tensor_retain(previous);
+    ctx->call_previous[k] = previous;
+    ctx->call_outputs[k] = previous;
+  }
+  stax_kernel_call_t call = {
+      .node = node,
+      .allocator = ctx->allocator,
+      .pool = ctx->pool,
+      .input_count = input_count,
+      .inputs = ctx->call_inputs,
+      .output_count = output_count,
+      .outputs = ctx->call_outputs,
+  };
+  stax_status_t status = kernel(&call);
+  for (int32_t k = 0; k < output_count; k++) {
+    stax_tensor_t* previous = ctx->call_previous[k];
+    stax_tensor_t* produced = ctx->call_outputs[k];
+    if (status == STAX_OK) {
+      if (produced != previous) {
+        if (previous) stax_tensor_release(previous);
+        stax_vm_take_register(ctx, output_list[1 + k], produced);
+      } else if (previous) {
+        stax_tensor_release(previous);
+      }
+    } else {
+      if (produced) stax_tensor_release(produced);
+      if (produced != previous && previous) stax_tensor_release(previous);
+    }
+  }
+  STAX_RETURN_IF_ERROR(status);
+  for (int32_t k = 0; k < output_count; k++) {
+    if (!ctx->registers[output_list[1 + k]])
+      return stax_status_make(STAX_INTERNAL, "the %s kernel did not set output %d",
+                              stax_op_name(node->op), k);
+  }
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_exec_call_func(stax_context_t* ctx, const int32_t* ins) {
+  const stax_program_t* program = ctx->program;
+  int32_t function = STAX_VM_OPERAND(ins, 0);
+  const int32_t* input_list = &STAX_VM_OPERAND(ins, 1);
+  int32_t input_count = input_list[0];
+  const int32_t* output_list = input_list + 1 + input_count;
+  int32_t output_count = output_list[0];
+  for (int32_t k = 0; k < input_count; k++) {
+    int32_t reg = input_list[1 + k];
+    ctx->call_inputs[k] = reg >= 0 ? ctx->registers[reg] : NULL;
+  }
+  for (int32_t k = 0; k < output_count; k++) ctx->call_outputs[k] = NULL;
+  const char* name = stax_vm_program_string(program, program->functions[function]);
+  stax_status_t status = ctx->functions[function](ctx->function_data[function], input_count,
+                                                  ctx->call_inputs, output_count,
+                                                  ctx->call_outputs);
+  for (int32_t k = 0; k < output_count && status == STAX_OK; k++) {
+    if (!ctx->call_outputs[k])
+      status = stax_status_make(STAX_INTERNAL, "host function '%s' did not set output %d", name, k);
+  }
+  for (int32_t k = 0; k < output_count; k++) {
+    stax_tensor_t* produced = ctx->call_outputs[k];
+    ctx->call_outputs[k] = NULL;
+    if (status) {
+      if (produced) stax_tensor_release(produced);
+    } else {
+      stax_vm_take_register(ctx, output_list[1 + k], produced);
+    }
+  }
+  STAX_RETURN_IF_ERROR(status, "host function '%s'", name);
+  return STAX_OK;
+}
+
+/* ---- jumps -------------------------------------------------------------------------------- */
+
+stax_status_t stax_vm_exec_jump_if_false(stax_context_t* ctx, const int32_t* ins, bool* out_jump) {
+  int32_t reg = STAX_VM_OPERAND(ins, 0);
+  bool value = false;
+  char what[128];
+  snprintf(what, sizeof(what), "condition register %d '%s'", reg,
+           stax_vm_register_name(ctx->program, reg));
+  STAX_RETURN_IF_ERROR(stax_vm_read_scalar_bool(ctx->registers[reg], what, &value));
+  *out_jump = !value;
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_exec_shape_unmatched(stax_context_t* ctx, const int32_t* ins,
+                                           bool* out_jump) {
+  const stax_program_t* program = ctx->program;
+  const stax_vm_signature_t* signature = &program->signatures[STAX_VM_OPERAND(ins, 0)];
+  *out_jump = false;
+  for (int32_t e = 0; e < signature->count; e++) {
+    const stax_vm_signature_entry_t* entry = &program->signature_entries[signature->first + e];
+    const stax_tensor_t* tensor = ctx->registers[entry->reg];
+    if (!tensor || (int32_t)tensor->dtype != entry->dtype || tensor->rank != entry->rank) {
+      *out_jump = true;
+      return STAX_OK;
+    }
+    const int64_t* values = program->signature_values + entry->values_first;
+    for (int32_t d = 0; d < entry->rank; d++) {
+      if (tensor->dims[d] != values[d] ||
+          ((entry->flags & STAX_VM_SIGNATURE_CHECK_STRIDES) &&
+           tensor->strides[d] != values[entry->rank + d])) {
+        *out_jump = true;
+        return STAX_OK;
+      }
+    }
+  }
+  return STAX_OK;
+}

@@ -1,0 +1,247 @@
+/* The interpreter: execution contexts (create, destroy), stax_context_run (argument checks,
+ * input guards, the dispatch loop, handing outputs to the caller, releasing the frame), the
+ * profiling accessors, and the two instantiations of the dispatch loop (interp_loop.inc):
+ * computed goto where the compiler supports labels-as-values, and a switch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/tensor_internal.h"
+#include "vm/context.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define STAX_VM_HAVE_COMPUTED_GOTO 1
+#else
+#define STAX_VM_HAVE_COMPUTED_GOTO 0
+#endif
+
+#define STAX_VM_LOOP_FUNCTION stax_vm_run_switch
+#define STAX_VM_LOOP_COMPUTED_GOTO 0
+#include "vm/interp_loop.inc"
+#undef STAX_VM_LOOP_FUNCTION
+#undef STAX_VM_LOOP_COMPUTED_GOTO
+
+#if STAX_VM_HAVE_COMPUTED_GOTO
+#define STAX_VM_LOOP_FUNCTION stax_vm_run_goto
+#define STAX_VM_LOOP_COMPUTED_GOTO 1
+#include "vm/interp_loop.inc"
+#undef STAX_VM_LOOP_FUNCTION
+#undef STAX_VM_LOOP_COMPUTED_GOTO
+#endif
+
+/* ---- contexts ---------------------------------------------------------------------------- */
+
+static stax_status_t stax_vm_context_array(stax_allocator_t allocator, int32_t count,
+                                           size_t element_size, void** out) {
+  return stax_allocator_calloc(allocator, (size_t)(count > 0 ? count : 1), element_size, out);
+}
+
+#define STAX_VM_CONTEXT_ARRAYS(X)                                          \
+  X(registers, program->registers_count)                                   \
+  X(symbols, ctx->symbol_slots)                                            \
+  X(shape_stack, ctx->shape_stack_capacity)                                \
+  X(loops, program->loops_count)                                           \
+  X(outputs, program->outputs_count)                                       \
+  X(call_inputs, ctx->call_capacity)                                       \
+  X(call_outputs, ctx->call_capacity)                                      \
+  X(call_previous, ctx->call_capacity)                                     \
+  X(functions, program->functions_count)                                   \
+  X(function_data, program->functions_count)                               \
+  X(instruction_counts, program->instructions_count)                       \
+  X(instruction_nanos, program->instructions_count)                        \
+  X(segment_counts, program->segments_count)
+
+static size_t stax_vm_array_bytes(int32_t count, size_t element_size) {
+  return (size_t)(count > 0 ? count : 1) * element_size;
+}
+
+void stax_context_destroy(stax_context_t* ctx) {
+  if (!ctx) return;
+  const stax_program_t* program = ctx->program;
+  if (ctx->registers) {
+    for (int32_t r = 0; r < program->registers_count; r++)
+      if (ctx->registers[r]) stax_tensor_release(ctx->registers[r]);
+  }
+  if (ctx->outputs) {
+    for (int32_t o = 0; o < program->outputs_count; o++)
+      if (ctx->outputs[o]) stax_tensor_release(ctx->outputs[o]);
+  }
+  if (ctx->loops) {
+    stax_vm_loops_reset(ctx);
+    for (int32_t l = 0; l < program->loops_count; l++) {
+      stax_vm_loop_state_t* state = &ctx->loops[l];
+      if (!state->scans) continue;
+      for (int32_t k = 0; k < program->loops[l].scan_count; k++)
+        if (state->scans[k])
+          stax_allocator_free(ctx->allocator, state->scans[k],
+                              (size_t)state->scan_capacity * sizeof(stax_tensor_t*));
+      stax_allocator_free(ctx->allocator, state->scans,
+                          (size_t)program->loops[l].scan_count * sizeof(*state->scans));
+    }
+  }
+#define STAX_VM_FREE_ARRAY(field, count) \
+  if (ctx->field)                        \
+    stax_allocator_free(ctx->allocator, ctx->field, stax_vm_array_bytes(count, sizeof(*ctx->field)));
+  STAX_VM_CONTEXT_ARRAYS(STAX_VM_FREE_ARRAY)
+#undef STAX_VM_FREE_ARRAY
+  stax_program_t* owned = ctx->program;
+  stax_allocator_free(ctx->allocator, ctx, sizeof(*ctx));
+  stax_program_release(owned);
+}
+
+stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* program,
+                                  const stax_context_options_t* options,
+                                  stax_context_t** out_context) {
+  if (!out_context)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_create: out_context is NULL");
+  *out_context = NULL;
+  if (!program)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_create: program is NULL");
+  if (!program->linked)
+    return stax_status_make(STAX_FAILED_PRECONDITION,
+                            "stax_context_create: the program was not finalized");
+  if (options && (options->dispatch < STAX_DISPATCH_DEFAULT || options->dispatch > STAX_DISPATCH_GOTO))
+    return stax_status_make(STAX_INVALID_ARGUMENT, "unknown dispatch mode %d", (int)options->dispatch);
+  stax_context_t* ctx = NULL;
+  STAX_RETURN_IF_ERROR(stax_allocator_calloc(allocator, 1, sizeof(*ctx), (void**)&ctx));
+  ctx->allocator = allocator;
+  stax_program_retain(program);
+  ctx->program = program;
+  if (options) ctx->options = *options;
+  ctx->pool = ctx->options.pool ? ctx->options.pool : stax_threadpool_default();
+  atomic_init(&ctx->running, false);
+  ctx->symbol_slots = program->symbols_count > 0 ? program->symbols_count : 1;
+  ctx->shape_stack_capacity = program->max_shape_stack > 0 ? program->max_shape_stack : 1;
+  ctx->call_capacity = program->max_list_length > 0 ? program->max_list_length : 1;
+  ctx->timing_instruction = -1;
+  stax_status_t status = STAX_OK;
+#define STAX_VM_ALLOC_ARRAY(field, count)                                                      \
+  STAX_GOTO_IF_ERROR(status,                                                                   \
+                     stax_vm_context_array(allocator, count, sizeof(*ctx->field),              \
+                                           (void**)&ctx->field),                               \
+                     fail);
+  STAX_VM_CONTEXT_ARRAYS(STAX_VM_ALLOC_ARRAY)
+#undef STAX_VM_ALLOC_ARRAY
+  for (int32_t f = 0; f < program->functions_count; f++) {
+    const char* name = stax_vm_program_string(program, program->functions[f]);
+    if (!stax_vm_lookup_function(name, &ctx->functions[f], &ctx->function_data[f])) {
+      status = stax_status_make(STAX_FAILED_PRECONDITION,
+                                "the program calls host function '%s', which is not registered",
+                                name);
+      goto fail;
+    }
+  }
+  *out_context = ctx;
+  return STAX_OK;
+fail:
+  stax_context_destroy(ctx);
+  return status;
+}
+
+/* ---- running ----------------------------------------------------------------------------- */
+
+static void stax_vm_declared_shape(const stax_program_t* program, const stax_vm_io_t* io, char* buf,
+                                   size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int32_t d = 0; d < io->rank && used < size; d++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", d ? ", " : "",
+                             stax_vm_program_string(program, program->io_dim_texts[io->dim_texts_first + d]));
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static stax_status_t stax_vm_check_arguments(const stax_context_t* ctx, int32_t input_count,
+                                             stax_tensor_t* const* inputs, int32_t output_count,
+                                             stax_tensor_t** out_outputs) {
+  const stax_program_t* program = ctx->program;
+  if (input_count != program->inputs_count)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "the program takes %d inputs, got %d",
+                            program->inputs_count, input_count);
+  if (output_count != program->outputs_count)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "the program has %d outputs, got room for %d",
+                            program->outputs_count, output_count);
+  if ((input_count > 0 && !inputs) || (output_count > 0 && !out_outputs))
+    return stax_status_make(STAX_INVALID_ARGUMENT, "inputs or out_outputs is NULL");
+  for (int32_t i = 0; i < input_count; i++) {
+    const stax_vm_io_t* io = &program->inputs[i];
+    const char* name = stax_vm_program_string(program, io->name);
+    const stax_tensor_t* tensor = inputs[i];
+    if (!tensor)
+      return stax_status_make(STAX_INVALID_ARGUMENT, "input %d \"%s\" is NULL", i, name);
+    if ((int32_t)tensor->dtype != io->dtype)
+      return stax_status_make(STAX_DTYPE_MISMATCH, "input \"%s\" is %s, but the model says %s",
+                              name, stax_dtype_name(tensor->dtype),
+                              stax_dtype_name((stax_dtype_t)io->dtype));
+    if (tensor->rank != io->rank) {
+      char declared[256];
+      stax_vm_declared_shape(program, io, declared, sizeof(declared));
+      return stax_status_make(STAX_SHAPE_MISMATCH,
+                              "input \"%s\" has rank %d (dims %s), but the model says rank %d %s",
+                              name, tensor->rank, stax_dims_text(tensor->rank, tensor->dims).text,
+                              io->rank, declared);
+    }
+  }
+  return STAX_OK;
+}
+
+stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
+                               stax_tensor_t* const* inputs, int32_t output_count,
+                               stax_tensor_t** out_outputs) {
+  if (out_outputs)
+    for (int32_t i = 0; i < output_count; i++) out_outputs[i] = NULL;
+  if (!ctx) return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_run: context is NULL");
+  const stax_program_t* program = ctx->program;
+  STAX_RETURN_IF_ERROR(stax_vm_check_arguments(ctx, input_count, inputs, output_count, out_outputs));
+  if (atomic_exchange(&ctx->running, true))
+    return stax_status_make(STAX_FAILED_PRECONDITION,
+                            "the context is already running; use one context per thread");
+  for (int32_t s = 0; s < ctx->symbol_slots; s++) ctx->symbols[s] = STAX_SYMBOL_UNBOUND;
+  ctx->shape_stack_count = 0;
+  ctx->timing_instruction = -1;
+  ctx->inputs = inputs;
+  stax_status_t status = stax_vm_run_guards(ctx);
+  if (status == STAX_OK) {
+    bool use_goto = ctx->options.dispatch != STAX_DISPATCH_SWITCH && STAX_VM_HAVE_COMPUTED_GOTO;
+#if STAX_VM_HAVE_COMPUTED_GOTO
+    status = use_goto ? stax_vm_run_goto(ctx) : stax_vm_run_switch(ctx);
+#else
+    (void)use_goto;
+    status = stax_vm_run_switch(ctx);
+#endif
+  }
+  for (int32_t o = 0; o < program->outputs_count && status == STAX_OK; o++) {
+    if (!ctx->outputs[o])
+      status = stax_status_make(STAX_INTERNAL, "output %d \"%s\" was never stored", o,
+                                stax_vm_program_string(program, program->outputs[o].name));
+  }
+  for (int32_t o = 0; o < program->outputs_count; o++) {
+    if (status == STAX_OK) {
+      out_outputs[o] = ctx->outputs[o];
+    } else if (ctx->outputs[o]) {
+      stax_tensor_release(ctx->outputs[o]);
+    }
+    ctx->outputs[o] = NULL;
+  }
+  /* The frame's bin: whatever a register still holds goes now. */
+  for (int32_t r = 0; r < program->registers_count; r++) stax_vm_take_register(ctx, r, NULL);
+  stax_vm_loops_reset(ctx);
+  ctx->inputs = NULL;
+  atomic_store(&ctx->running, false);
+  return status;
+}
+
+/* ---- profiling --------------------------------------------------------------------------- */
+
+int32_t stax_context_instruction_count(const stax_context_t* ctx) {
+  return ctx ? ctx->program->instructions_count : 0;
+}
+const uint64_t* stax_context_instruction_counts(const stax_context_t* ctx) {
+  return ctx ? ctx->instruction_counts : NULL;
+}
+const uint64_t* stax_context_instruction_nanos(const stax_context_t* ctx) {
+  return ctx ? ctx->instruction_nanos : NULL;
+}
+int32_t stax_context_segment_count(const stax_context_t* ctx) {
+  return ctx ? ctx->program->segments_count : 0;
+}
+const uint64_t* stax_context_segment_counts(const stax_context_t* ctx) {
+  return ctx ? ctx->segment_counts : NULL;
+}
