@@ -7,6 +7,8 @@
 #include "stax/shape.h"
 #include "stax/graph.h"
 #include "stax/vm.h"
+#include "stax/npy.h"
+#include "stax/onnx.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,28 +1,55 @@
-/* The stax command-line program. Verbs are added as the layers behind them land. */
+/* The stax command-line program: verb dispatch and the top-level help. */
 #include <stdio.h>
 #include <string.h>
 
-#include "stax/stax.h"
+#include "tools/cli.h"
+
+typedef struct stax_cli_verb_t {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* summary;
+} stax_cli_verb_t;
+
+static const stax_cli_verb_t stax_cli_verbs[] = {
+    {"run", stax_cli_run, "run a model (.onnx or compiled program) on .npy/.pb inputs"},
+    {"compile", stax_cli_compile, "compile an ONNX model to a bytecode program file"},
+    {"info", stax_cli_info, "print inputs, outputs, symbolic shapes and the op histogram"},
+    {"dis", stax_cli_dis, "disassemble the bytecode (extended and compact forms)"},
+};
 
 static void print_usage(FILE* f) {
   fprintf(f,
           "usage: stax <command> [options]\n"
           "\n"
-          "commands:\n"
-          "  version     print the stax version\n"
-          "  help        print this text\n");
+          "commands:\n");
+  for (size_t i = 0; i < sizeof(stax_cli_verbs) / sizeof(stax_cli_verbs[0]); i++)
+    fprintf(f, "  %-10s  %s\n", stax_cli_verbs[i].name, stax_cli_verbs[i].summary);
+  fprintf(f,
+          "  %-10s  %s\n"
+          "  %-10s  %s\n"
+          "\n"
+          "Run 'stax <command> --help' for a command's options.\n"
+          "Environment: STAX_LOG=channel,... (general, alloc, shape, ir, pass, vm, jit, onnx,\n"
+          "pool, or all) switches logging on; STAX_NUM_THREADS sets the thread count.\n",
+          "version", "print the stax version", "help", "print this text");
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
-      strcmp(argv[1], "-h") == 0) {
-    print_usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    print_usage(stderr);
+    return STAX_CLI_USAGE;
   }
-  if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+  const char* verb = argv[1];
+  if (strcmp(verb, "help") == 0 || stax_cli_is_help(verb)) {
+    print_usage(stdout);
+    return STAX_CLI_OK;
+  }
+  if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
     printf("stax %s\n", stax_version());
-    return 0;
+    return STAX_CLI_OK;
   }
-  fprintf(stderr, "stax: unknown command '%s' (see 'stax --help')\n", argv[1]);
-  return 2;
+  for (size_t i = 0; i < sizeof(stax_cli_verbs) / sizeof(stax_cli_verbs[0]); i++)
+    if (strcmp(verb, stax_cli_verbs[i].name) == 0) return stax_cli_verbs[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "stax: unknown command '%s' (see 'stax --help')\n", verb);
+  return STAX_CLI_USAGE;
 }

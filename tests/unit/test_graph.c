@@ -54,7 +54,7 @@ static void test_op_table(void) {
   CHECK_EQ_STR(stax_op_name(STAX_OP_INVALID), "invalid");
   CHECK_EQ_STR(stax_op_name(STAX_OP_COUNT), "invalid");
   CHECK_EQ_INT(stax_op_flags(STAX_OP_Add), STAX_OPF_ELEMENTWISE | STAX_OPF_BROADCAST);
-  CHECK_EQ_INT(stax_op_flags(STAX_OP_Loop), STAX_OPF_CONTROL);
+  CHECK_EQ_INT(stax_op_flags(STAX_OP_Loop), STAX_OPF_CONTROL | STAX_OPF_OPTIONAL_SLOTS);
   CHECK_EQ_INT(stax_op_flags(STAX_OP_INVALID), 0);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "passes/shape/shape_util.h"
+#include "passes/shape/shape_operands.h"
 
 /* ---- Reduce* ----------------------------------------------------------------------------- */
 
@@ -35,7 +36,8 @@ static stax_status_t read_reduce_axes(stax_shape_infer_t* ic, int32_t rank, bool
       return stax_infer_error(ic, STAX_INVALID_ARGUMENT, "%d axes for rank %d",
                               attribute_count, rank);
     }
-    memcpy(values, attribute_axes, sizeof(values[0]) * (size_t)attribute_count);
+    if (attribute_count > 0)
+      memcpy(values, attribute_axes, sizeof(values[0]) * (size_t)attribute_count);
     count = attribute_count;
   }
   if (count <= 0) {
@@ -93,6 +95,43 @@ static stax_status_t reduce_content(stax_shape_infer_t* ic, const stax_shape_ope
   return stax_infer_set_content(ic, 0, 1, &result);
 }
 
+/* Axes only known at run time (a graph input): the output rank is still static — the input's
+ * with keepdims, else minus the axes count, which must be a static length — and every output
+ * dim becomes a fresh symbol bounded by the largest input dim; the kernel computes the real
+ * shape and the VM binds the symbols after it runs. */
+static stax_status_t reduce_runtime_axes(stax_shape_infer_t* ic, const stax_shape_operand_t* x,
+                                         const stax_value_t* axes, bool keepdims,
+                                         bool noop_with_empty_axes) {
+  if (axes->rank != 1 || !stax_dim_is_const(axes->dims[0])) {
+    return stax_infer_error(ic, STAX_UNIMPLEMENTED,
+                            "axes (input 1) must be a 1-D tensor of static length when its "
+                            "values are only known at run time");
+  }
+  int64_t axis_count = stax_dim_const_value(axes->dims[0]);
+  if (axis_count > x->rank) {
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT, "%lld axes for an input of rank %d",
+                            (long long)axis_count, x->rank);
+  }
+  int64_t upper = 1;
+  for (int32_t d = 0; d < x->rank; d++) {
+    int64_t bound = stax_shape_dim_upper(ic, x->dims[d]);
+    if (bound > upper) upper = bound;
+  }
+  const stax_dim_t* dims[STAX_MAX_RANK];
+  if (axis_count == 0) {
+    /* An empty axes tensor: the identity, or everything reduced; static either way. */
+    if (noop_with_empty_axes) return stax_shape_set_output(ic, 0, x->dtype, x->rank, x->dims);
+    const stax_dim_t* one = stax_dim_const(ic->shape, 1);
+    STAX_RETURN_IF_ERROR(stax_infer_check_dims(ic));
+    for (int32_t d = 0; d < x->rank; d++) dims[d] = one;
+    return stax_shape_set_output(ic, 0, x->dtype, keepdims ? x->rank : 0, dims);
+  }
+  int32_t rank = keepdims ? x->rank : x->rank - (int32_t)axis_count;
+  for (int32_t d = 0; d < rank; d++)
+    STAX_RETURN_IF_ERROR(stax_shape_fresh_dim(ic, 0, d, 0, upper, &dims[d]));
+  return stax_shape_set_output(ic, 0, x->dtype, rank, dims);
+}
+
 stax_status_t stax_shape_reduce(stax_shape_infer_t* ic) {
   stax_shape_operand_t x;
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &x));
@@ -105,6 +144,9 @@ stax_status_t stax_shape_reduce(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(stax_shape_attr_flag(ic, "keepdims", true, &keepdims));
   STAX_RETURN_IF_ERROR(
       stax_shape_attr_flag(ic, "noop_with_empty_axes", false, &noop_with_empty_axes));
+  const stax_value_t* axes_value = stax_infer_input(ic, 1);
+  if (axes_value && !axes_value->constant && axes_value->content_count < 0)
+    return reduce_runtime_axes(ic, &x, axes_value, keepdims, noop_with_empty_axes);
   bool reduced[STAX_MAX_RANK] = {false};
   bool all = false;
   STAX_RETURN_IF_ERROR(read_reduce_axes(ic, x.rank, reduced, &all));

@@ -1,0 +1,124 @@
+/* `stax info MODEL`: inputs and outputs with symbolic shapes, the op histogram and any
+ * unsupported ops. */
+#include <string.h>
+
+#include "tools/cli.h"
+
+static void print_info_help(FILE* f) {
+  fprintf(f,
+          "usage: stax info MODEL\n"
+          "\n"
+          "Prints a model's inputs and outputs with their dtypes and symbolic shapes, a\n"
+          "histogram of its ops, and every op stax does not support (with node names and\n"
+          "opset). MODEL is an .onnx file or a program saved by 'stax compile'.\n"
+          "Exit status: 0 when the model is fully supported, 1 otherwise.\n");
+}
+
+static void print_graph_value(stax_graph_t* graph, stax_value_id_t value) {
+  char dim_text[128];
+  printf("  %s: %s[", stax_value_name(graph, value),
+         stax_dtype_name(stax_value_dtype(graph, value)));
+  const stax_dim_t* const* dims = stax_value_dims(graph, value);
+  for (int32_t d = 0; d < stax_value_rank(graph, value); d++) {
+    stax_dim_print(stax_graph_shape_ctx(graph), dims[d], dim_text, sizeof(dim_text));
+    printf("%s%s", d ? ", " : "", dim_text);
+  }
+  printf("]\n");
+}
+
+static void print_graph_info(stax_graph_t* graph) {
+  printf("inputs:\n");
+  for (int32_t i = 0; i < stax_graph_input_count(graph); i++)
+    print_graph_value(graph, stax_graph_input(graph, i));
+  printf("outputs:\n");
+  for (int32_t i = 0; i < stax_graph_output_count(graph); i++)
+    print_graph_value(graph, stax_graph_output(graph, i));
+  int32_t counts[STAX_OP_COUNT];
+  memset(counts, 0, sizeof(counts));
+  for (int32_t n = 0; n < stax_graph_node_count(graph); n++) {
+    stax_op_t op = stax_node_op(graph, n);
+    if (op >= 0 && op < STAX_OP_COUNT) counts[op]++;
+  }
+  printf("ops (%d nodes):\n", stax_graph_node_count(graph));
+  /* Most frequent first; ties in op-table order. */
+  for (;;) {
+    int32_t best = -1;
+    for (int32_t op = 0; op < STAX_OP_COUNT; op++)
+      if (counts[op] > 0 && (best < 0 || counts[op] > counts[best])) best = op;
+    if (best < 0) break;
+    printf("  %-28s %d\n", stax_op_name((stax_op_t)best), counts[best]);
+    counts[best] = 0;
+  }
+}
+
+static void print_program_value(const stax_program_t* program, bool input, int32_t i) {
+  char dim_text[128];
+  printf("  %s: %s[",
+         input ? stax_program_input_name(program, i) : stax_program_output_name(program, i),
+         stax_dtype_name(input ? stax_program_input_dtype(program, i)
+                               : stax_program_output_dtype(program, i)));
+  int32_t rank = input ? stax_program_input_rank(program, i) : stax_program_output_rank(program, i);
+  for (int32_t d = 0; d < rank; d++) {
+    if (input)
+      stax_program_input_dim_text(program, i, d, dim_text, sizeof(dim_text));
+    else
+      stax_program_output_dim_text(program, i, d, dim_text, sizeof(dim_text));
+    printf("%s%s", d ? ", " : "", dim_text);
+  }
+  printf("]\n");
+}
+
+int stax_cli_info(int argc, char** argv) {
+  const char* path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (stax_cli_is_help(argv[i])) {
+      print_info_help(stdout);
+      return STAX_CLI_OK;
+    }
+    if (argv[i][0] == '-') return stax_cli_usage_error("info", "unknown option '%s'", argv[i]);
+    if (path) return stax_cli_usage_error("info", "more than one model given");
+    path = argv[i];
+  }
+  if (!path) return stax_cli_usage_error("info", "no model given");
+
+  size_t length = strlen(path);
+  bool is_onnx = length >= 5 && strcmp(path + length - 5, ".onnx") == 0;
+  int exit_code = STAX_CLI_OK;
+  if (is_onnx) {
+    stax_onnx_op_report_t* report = NULL;
+    stax_status_t status = stax_onnx_check_ops_file(stax_allocator_system(), path, &report);
+    if (status) return stax_cli_fail("info", status);
+    int32_t unsupported = stax_onnx_op_report_count(report);
+    if (unsupported > 0) {
+      printf("unsupported ops:\n");
+      for (int32_t i = 0; i < unsupported; i++) {
+        const char* domain = stax_onnx_op_report_domain(report, i);
+        printf("  %s%s%s (opset %lld, %s):", domain && domain[0] ? domain : "",
+               domain && domain[0] ? "." : "", stax_onnx_op_report_op_type(report, i),
+               (long long)stax_onnx_op_report_opset(report, i),
+               stax_onnx_op_report_reason(report, i));
+        for (int32_t n = 0; n < stax_onnx_op_report_node_count(report, i); n++)
+          printf(" '%s'", stax_onnx_op_report_node_name(report, i, n));
+        printf("\n");
+      }
+      exit_code = STAX_CLI_ERROR;
+    }
+    stax_onnx_op_report_destroy(report);
+    if (unsupported > 0) return exit_code;
+  }
+  stax_cli_model_t model;
+  stax_status_t status = stax_cli_model_open(path, &model);
+  if (status) return stax_cli_fail("info", status);
+  if (model.graph) {
+    print_graph_info(model.graph);
+  } else {
+    printf("inputs:\n");
+    for (int32_t i = 0; i < stax_program_input_count(model.program); i++)
+      print_program_value(model.program, true, i);
+    printf("outputs:\n");
+    for (int32_t i = 0; i < stax_program_output_count(model.program); i++)
+      print_program_value(model.program, false, i);
+  }
+  stax_cli_model_close(&model);
+  return exit_code;
+}
