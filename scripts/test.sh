@@ -23,5 +23,8 @@ echo "== unit tests (asan+ubsan) =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
+echo "== python package (pip install -e .) =="
+.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -e .
+
 echo "== python tests =="
 STAX_BUILD_DIR="$PWD/build" .venv/bin/python -m pytest -q tests/python

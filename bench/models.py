@@ -1,0 +1,211 @@
+"""ONNX models stax is demonstrated, tested and benchmarked on, built with onnx.helper from
+fixed seeds. Every model has dynamic dims (dim_param), so one file serves every shape.
+
+    transformer_layer(hidden, heads, ffn)  x[B, S, hidden] -> encoder layer (LayerNorm,
+                                           attention with Shape/Reshape plumbing, GELU FFN)
+    small_cnn()                            x[N, 3, H, W] -> Conv/Relu/MaxPool/Conv/GAP/Gemm
+    prune_mlp()                            x[N, D], scores[N] -> NonZero -> Gather -> MLP
+    seed_mlp()                             the S1 program of BENCH.md: LayerNorm -> MLP with
+                                           GELU -> residual -> where(mask, y, 0)
+"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+def _init(name, array):
+    return numpy_helper.from_array(np.ascontiguousarray(array), name)
+
+
+def _const_i64(name, values):
+    return _init(name, np.array(values, dtype=np.int64))
+
+
+def _model(graph, opset=OPSET):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="stax-bench")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _gelu_erf(nodes, x, out, prefix):
+    """GELU as exporters write it: 0.5 * x * (1 + erf(x / sqrt(2)))."""
+    nodes += [
+        helper.make_node("Div", [x, prefix + "sqrt2"], [prefix + "xs"]),
+        helper.make_node("Erf", [prefix + "xs"], [prefix + "erf"]),
+        helper.make_node("Add", [prefix + "erf", prefix + "one"], [prefix + "erf1"]),
+        helper.make_node("Mul", [x, prefix + "erf1"], [prefix + "xe"]),
+        helper.make_node("Mul", [prefix + "xe", prefix + "half"], [out]),
+    ]
+    return [_init(prefix + "sqrt2", np.array(np.sqrt(2.0), dtype=np.float32)),
+            _init(prefix + "one", np.array(1.0, dtype=np.float32)),
+            _init(prefix + "half", np.array(0.5, dtype=np.float32))]
+
+
+def transformer_layer(hidden=64, heads=4, ffn=256, seed=0):
+    rng = np.random.default_rng(seed)
+    head = hidden // heads
+    w = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
+    b = lambda n: (0.1 * rng.standard_normal(n)).astype(np.float32)
+    inits = [
+        _init("ln1_g", 1 + b(hidden)), _init("ln1_b", b(hidden)),
+        _init("wq", w(hidden, hidden)), _init("bq", b(hidden)),
+        _init("wk", w(hidden, hidden)), _init("bk", b(hidden)),
+        _init("wv", w(hidden, hidden)), _init("bv", b(hidden)),
+        _init("wo", w(hidden, hidden)), _init("bo", b(hidden)),
+        _init("ln2_g", 1 + b(hidden)), _init("ln2_b", b(hidden)),
+        _init("w1", w(hidden, ffn)), _init("b1", b(ffn)),
+        _init("w2", w(ffn, hidden)), _init("b2", b(hidden)),
+        _const_i64("idx0", [0]), _const_i64("idx1", [1]),
+        _const_i64("heads_dims", [heads, head]), _const_i64("hidden_dim", [hidden]),
+        _init("scale", np.array(1.0 / np.sqrt(head), dtype=np.float32)),
+    ]
+    n = [
+        helper.make_node("LayerNormalization", ["x", "ln1_g", "ln1_b"], ["ln1"], axis=-1,
+                         epsilon=1e-5),
+        # Shape plumbing as exporters emit it: [B, S] from Shape(x).
+        helper.make_node("Shape", ["x"], ["x_shape"]),
+        helper.make_node("Gather", ["x_shape", "idx0"], ["dim_b"], axis=0),
+        helper.make_node("Gather", ["x_shape", "idx1"], ["dim_s"], axis=0),
+        helper.make_node("Concat", ["dim_b", "dim_s", "heads_dims"], ["split_shape"], axis=0),
+        helper.make_node("Concat", ["dim_b", "dim_s", "hidden_dim"], ["merge_shape"], axis=0),
+    ]
+    for name in ("q", "k", "v"):
+        n += [
+            helper.make_node("MatMul", ["ln1", "w" + name], [name + "_mm"]),
+            helper.make_node("Add", [name + "_mm", "b" + name], [name + "_lin"]),
+            helper.make_node("Reshape", [name + "_lin", "split_shape"], [name + "_4d"]),
+            helper.make_node("Transpose", [name + "_4d"], [name + "_h"],
+                             perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]),
+        ]
+    n += [
+        helper.make_node("MatMul", ["q_h", "k_h"], ["scores_raw"]),
+        helper.make_node("Mul", ["scores_raw", "scale"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_h"], ["ctx_h"]),
+        helper.make_node("Transpose", ["ctx_h"], ["ctx_t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctx_t", "merge_shape"], ["ctx"]),
+        helper.make_node("MatMul", ["ctx", "wo"], ["attn_mm"]),
+        helper.make_node("Add", ["attn_mm", "bo"], ["attn"]),
+        helper.make_node("Add", ["x", "attn"], ["res1"]),
+        helper.make_node("LayerNormalization", ["res1", "ln2_g", "ln2_b"], ["ln2"], axis=-1,
+                         epsilon=1e-5),
+        helper.make_node("MatMul", ["ln2", "w1"], ["ff1_mm"]),
+        helper.make_node("Add", ["ff1_mm", "b1"], ["ff1"]),
+    ]
+    inits += _gelu_erf(n, "ff1", "ff1_act", "gelu_")
+    n += [
+        helper.make_node("MatMul", ["ff1_act", "w2"], ["ff2_mm"]),
+        helper.make_node("Add", ["ff2_mm", "b2"], ["ff2"]),
+        helper.make_node("Add", ["res1", "ff2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        n, "transformer_layer",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", hidden])], inits)
+    return _model(graph)
+
+
+def small_cnn(seed=0):
+    rng = np.random.default_rng(seed)
+    inits = [
+        _init("w1", (0.2 * rng.standard_normal((8, 3, 3, 3))).astype(np.float32)),
+        _init("b1", (0.1 * rng.standard_normal(8)).astype(np.float32)),
+        _init("w2", (0.2 * rng.standard_normal((16, 8, 3, 3))).astype(np.float32)),
+        _init("b2", (0.1 * rng.standard_normal(16)).astype(np.float32)),
+        _init("fc_w", (0.2 * rng.standard_normal((10, 16))).astype(np.float32)),
+        _init("fc_b", (0.1 * rng.standard_normal(10)).astype(np.float32)),
+    ]
+    n = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], strides=[2, 2],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(
+        n, "small_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    return _model(graph)
+
+
+def prune_mlp(dim=32, hidden=64, seed=0):
+    rng = np.random.default_rng(seed)
+    inits = [
+        _init("threshold", np.array(0.0, dtype=np.float32)),
+        _init("w1", (rng.standard_normal((dim, hidden)) / np.sqrt(dim)).astype(np.float32)),
+        _init("b1", (0.1 * rng.standard_normal(hidden)).astype(np.float32)),
+        _init("w2", (rng.standard_normal((hidden, dim)) / np.sqrt(hidden)).astype(np.float32)),
+    ]
+    n = [
+        helper.make_node("Greater", ["scores", "threshold"], ["keep"]),
+        helper.make_node("NonZero", ["keep"], ["kept_2d"]),
+        helper.make_node("Squeeze", ["kept_2d", "axis0"], ["kept"]),
+        helper.make_node("Gather", ["x", "kept"], ["rows"], axis=0),
+        helper.make_node("MatMul", ["rows", "w1"], ["h_mm"]),
+        helper.make_node("Add", ["h_mm", "b1"], ["h"]),
+        helper.make_node("Relu", ["h"], ["h_act"]),
+        helper.make_node("MatMul", ["h_act", "w2"], ["y"]),
+        helper.make_node("TopK", ["scores", "k"], ["top_values", "top_indices"], axis=0),
+    ]
+    inits.append(_const_i64("axis0", [0]))
+    graph = helper.make_graph(
+        n, "prune_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", dim]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["N"]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["K", dim]),
+         helper.make_tensor_value_info("top_values", TensorProto.FLOAT, ["T"]),
+         helper.make_tensor_value_info("top_indices", TensorProto.INT64, ["T"])], inits)
+    return _model(graph)
+
+
+def seed_mlp(dim=64, hidden=256, seed=0):
+    """The S1 program: LayerNorm -> x.W1 + b1 -> GELU -> .W2 + b2 -> residual -> masked."""
+    rng = np.random.default_rng(seed)
+    inits = [
+        _init("ln_g", (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32)),
+        _init("ln_b", (0.1 * rng.standard_normal(dim)).astype(np.float32)),
+        _init("w1", (rng.standard_normal((dim, hidden)) / np.sqrt(dim)).astype(np.float32)),
+        _init("b1", (0.1 * rng.standard_normal(hidden)).astype(np.float32)),
+        _init("w2", (rng.standard_normal((hidden, dim)) / np.sqrt(hidden)).astype(np.float32)),
+        _init("b2", (0.1 * rng.standard_normal(dim)).astype(np.float32)),
+        _init("zero", np.array(0.0, dtype=np.float32)),
+        _const_i64("axis_last", [2]),
+    ]
+    n = [
+        helper.make_node("LayerNormalization", ["x", "ln_g", "ln_b"], ["ln"], axis=-1,
+                         epsilon=1e-5),
+        helper.make_node("MatMul", ["ln", "w1"], ["h_mm"]),
+        helper.make_node("Add", ["h_mm", "b1"], ["h"]),
+    ]
+    inits += _gelu_erf(n, "h", "h_act", "gelu_")
+    n += [
+        helper.make_node("MatMul", ["h_act", "w2"], ["o_mm"]),
+        helper.make_node("Add", ["o_mm", "b2"], ["o"]),
+        helper.make_node("Add", ["x", "o"], ["res"]),
+        helper.make_node("Unsqueeze", ["mask", "axis_last"], ["mask3"]),
+        helper.make_node("Where", ["mask3", "res", "zero"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        n, "seed_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", dim]),
+         helper.make_tensor_value_info("mask", TensorProto.BOOL, ["B", "S"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", dim])], inits)
+    return _model(graph)
+
+
+def seed_inputs(rng, batch, seq, dim=64):
+    """x and a dynamic-padding mask from per-row valid lengths."""
+    x = rng.standard_normal((batch, seq, dim)).astype(np.float32)
+    lengths = rng.integers(1, seq + 1, size=batch)
+    mask = np.arange(seq)[None, :] < lengths[:, None]
+    return {"x": x, "mask": mask}

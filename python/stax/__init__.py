@@ -1,0 +1,84 @@
+"""stax: a compiler and runtime for tensor programs with dynamic shapes (Python API).
+
+    import numpy as np, stax
+    B, S = stax.symbol("B"), stax.symbol("S", max=4096)
+    x = stax.placeholder([B, S, 64], name="x")
+    w = np.random.rand(64, 32).astype(np.float32)
+    k = stax.compile(stax.softmax(x @ w, axis=-1))
+    y = k(np.ones((2, 7, 64), np.float32))      # any B, S: one kernel
+
+See docs/python.md for the whole API.
+"""
+
+import numpy as _np
+
+from . import _C
+from ._C import (  # noqa: F401 - the error hierarchy
+    DtypeError,
+    Error,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    IoError,
+    OutOfMemoryError,
+    OutOfRangeError,
+    ParseError,
+    ShapeError,
+    Tensor,
+    UnimplementedError,
+)
+from ._dims import Dim, Symbol, ceildiv, dim_max, dim_min, symbol  # noqa: F401
+from ._expr import Expr, constant, placeholder  # noqa: F401
+from ._kernel import Kernel, Model, TensorInfo, compile, load, load_program, run  # noqa: F401
+from ._ops import *  # noqa: F401,F403 - the op functions
+from ._ops import ops, op  # noqa: F401
+
+__version__ = _C.version()
+
+Error.message = property(lambda self: str(self.args[0]) if self.args else "",
+                         doc="The error text (the C library's message, context first).")
+
+
+def _coerce_array(obj, dtype):
+    """Copy helper for the C converter: a native-byte-order, aligned, C-contiguous numpy array.
+    Array-likes keep their dtype (stax never casts silently); plain Python values (lists,
+    numbers) take `dtype` when the kernel input's dtype is known."""
+    if hasattr(obj, "__array_interface__") or hasattr(obj, "__array__") or isinstance(
+            obj, (memoryview, bytearray)):
+        array = _np.asarray(obj)
+        # a fresh array: numpy allocates it aligned, native and C-contiguous
+        return _np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
+    if dtype is not None and dtype != "bfloat16":
+        return _np.ascontiguousarray(_np.asarray(obj, dtype=dtype))
+    array = _np.asarray(obj)
+    if array.dtype == _np.float64:
+        array = array.astype(_np.float32)
+    return _np.ascontiguousarray(array)
+
+
+_C._set_hooks(_np.asarray, _coerce_array)
+
+
+def from_dlpack(obj):
+    """A stax.Tensor over anything with ``__dlpack__`` (or a DLPack capsule), zero copy."""
+    return _C.from_dlpack(obj)
+
+
+def asarray(obj, dtype=None):
+    """A stax.Tensor over obj: zero copy for buffers (numpy arrays) in stax's dtypes with
+    aligned memory, a copy otherwise. dtype, when given, must match (no silent casts) except
+    for Python lists and numbers, which are converted to it."""
+    return _C.asarray(obj, dtype)
+
+
+def set_num_threads(count):
+    """Sets the size of stax's thread pool before its first use (0: one per core). Returns
+    False when the pool already exists (then the call has no effect)."""
+    return _C.set_num_threads(count)
+
+
+def num_threads():
+    return _C.num_threads()
+
+
+dtypes = tuple(name for name, _, _ in _C.dtypes())
