@@ -79,9 +79,11 @@ static void test_reduce_errors(void) {
   in[1] = axes_rep;
   CHECK_ERROR(shape_test_node(g, STAX_OP_ReduceSum, "r3", 2, in, 1, 0, NULL, NULL),
               STAX_INVALID_ARGUMENT, "axes[1] = -2 repeats axis 1");
-  in[1] = dynamic_axes;
+  /* Axes known only at run time are accepted (tested below); a dynamic length is not. */
+  stax_value_id_t unsized_axes = shape_test_input(g, "unsized_axes", I64, "N");
+  in[1] = unsized_axes;
   CHECK_ERROR(shape_test_node(g, STAX_OP_ReduceSum, "r4", 2, in, 1, 0, NULL, NULL),
-              STAX_UNIMPLEMENTED, "axes (input 1 'dynamic_axes') must be constant");
+              STAX_UNIMPLEMENTED, "axes (input 1) must be a 1-D tensor of static length");
   in[1] = float_axes;
   CHECK_ERROR(shape_test_node(g, STAX_OP_ReduceSum, "r5", 2, in, 1, 0, NULL, NULL),
               STAX_DTYPE_MISMATCH, "input 1 'float_axes' has dtype float32");
@@ -106,6 +108,17 @@ static void test_reduce_errors(void) {
   CHECK_ERROR(shape_test_node(g, STAX_OP_ReduceL1, "r11", 2, matrix_in, 1, 0, NULL, NULL),
               STAX_SHAPE_MISMATCH, "input 1 'matrix_axes' has rank 2, expected 0 to 1");
   CHECK_EQ_INT(stax_graph_node_count(g), 0);
+  /* Run-time axes: static rank, fresh dims bounded by the largest input dim. */
+  in[1] = dynamic_axes;
+  stax_value_id_t kept = STAX_VALUE_NONE;
+  CHECK_OK(shape_test_node(g, STAX_OP_ReduceSum, "r12", 2, in, 1, 0, NULL, &kept));
+  CHECK_EQ_INT(stax_value_rank(g, kept), 3);
+  stax_attr_t no_keep = stax_attr_int("keepdims", 0);
+  stax_value_id_t dropped = STAX_VALUE_NONE;
+  CHECK_OK(shape_test_node(g, STAX_OP_ReduceSum, "r13", 2, in, 1, 1, &no_keep, &dropped));
+  CHECK_EQ_INT(stax_value_rank(g, dropped), 2);
+  stax_symbol_id_t fresh = -1;
+  CHECK(stax_dim_as_symbol(stax_value_dims(g, dropped)[0], &fresh));
   stax_graph_destroy(g);
 }
 

@@ -102,6 +102,10 @@ static stax_status_t reduce_content(stax_shape_infer_t* ic, const stax_shape_ope
 static stax_status_t reduce_runtime_axes(stax_shape_infer_t* ic, const stax_shape_operand_t* x,
                                          const stax_value_t* axes, bool keepdims,
                                          bool noop_with_empty_axes) {
+  stax_shape_operand_t axes_operand;
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 1, &axes_operand));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &axes_operand, STAX_DTYPES_INT, "an integer"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &axes_operand, 0, 1));
   if (axes->rank != 1 || !stax_dim_is_const(axes->dims[0])) {
     return stax_infer_error(ic, STAX_UNIMPLEMENTED,
                             "axes (input 1) must be a 1-D tensor of static length when its "
