@@ -26,7 +26,8 @@ typedef enum coordinate_mode_t {
   COORDINATE_PYTORCH_HALF_PIXEL,
   COORDINATE_ALIGN_CORNERS,
   COORDINATE_ASYMMETRIC,
-  COORDINATE_TF_CROP_AND_RESIZE
+  COORDINATE_TF_CROP_AND_RESIZE,
+  COORDINATE_TF_HALF_PIXEL_FOR_NN /* opsets 11-12 only */
 } coordinate_mode_t;
 
 typedef enum nearest_mode_t {
@@ -83,10 +84,11 @@ static stax_status_t read_options(const stax_kernel_call_t* call, bool opset10_f
    * with floor for nearest (like Upsample). */
   static const char* const coordinates[] = {"half_pixel",    "half_pixel_symmetric",
                                             "pytorch_half_pixel", "align_corners",
-                                            "asymmetric",    "tf_crop_and_resize"};
+                                            "asymmetric",    "tf_crop_and_resize",
+                                            "tf_half_pixel_for_nn"};
   STAX_RETURN_IF_ERROR(stax_node_attr_string(call->node, "coordinate_transformation_mode",
                                              opset10_form ? "asymmetric" : "half_pixel", &text));
-  STAX_RETURN_IF_ERROR(pick(call, "coordinate_transformation_mode", text, coordinates, 6, &index));
+  STAX_RETURN_IF_ERROR(pick(call, "coordinate_transformation_mode", text, coordinates, 7, &index));
   options->coordinates = (coordinate_mode_t)index;
   static const char* const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   STAX_RETURN_IF_ERROR(stax_node_attr_string(call->node, "nearest_mode",
@@ -276,8 +278,14 @@ static double original_coordinate(coordinate_mode_t mode, double x, int64_t in, 
     }
     case COORDINATE_PYTORCH_HALF_PIXEL:
       return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-    case COORDINATE_ALIGN_CORNERS:
-      return out > 1 ? x * (double)(in - 1) / (double)(out - 1) : 0.0;
+    case COORDINATE_ALIGN_CORNERS: {
+      /* ONNX measures the resized length as in * scale, unrounded, when scales are given
+       * (with sizes the two agree), so downsampling by 0.6 maps 4 -> 2.4, not 2. */
+      double resized = scale * (double)in;
+      return out > 1 && resized > 1 ? x * (double)(in - 1) / (resized - 1) : 0.0;
+    }
+    case COORDINATE_TF_HALF_PIXEL_FOR_NN:
+      return (x + 0.5) / scale;
     case COORDINATE_ASYMMETRIC:
       return x / scale;
     case COORDINATE_TF_CROP_AND_RESIZE:
