@@ -256,7 +256,11 @@ stax_status_t stax_tensor_slice(stax_allocator_t allocator, stax_tensor_t* tenso
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
     int64_t length;
-    if (step > 0) {
+    if (dim == 0) {
+      /* Nothing to take in either direction (the backward clamp range [-1, dim-1] would be
+       * empty and pick a phantom element). */
+      length = 0;
+    } else if (step > 0) {
       start = stax_clamp(start, 0, dim);
       end = stax_clamp(end, 0, dim);
       length = end > start ? (end - start - 1) / step + 1 : 0;

@@ -1,9 +1,10 @@
 /* The bytecode verifier. A program runs only after this accepts it, so the interpreter's
  * dispatch loop can trust every operand: opcodes are valid, register / descriptor / node /
- * table indices are in range, jump targets land on instruction boundaries, list lengths match
- * the ops' arity, dim code is well formed, loop markers pair up, dtypes and ranks agree where
- * they are statically known, and the compact form is exactly the encoding of the extended
- * form. A saved program from a file goes through the same checks. */
+ * table indices are in range, jump targets land on instruction boundaries and go forward,
+ * list lengths match the ops' arity, dim code is well formed, loops pair up and nest, dtypes
+ * and ranks agree where they are statically known, attributes follow the ops' schemas, and
+ * the compact form is exactly the encoding of the extended form. A program loaded from a file
+ * (which may be hostile) goes through the same checks. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +113,11 @@ static stax_status_t stax_vm_verify_descriptors(const stax_vm_verifier_t* v) {
                                 (long long)dim->value);
       } else if (dim->kind == STAX_VM_DIM_CODE) {
         all_constant = false;
+        if (dim->derivation != STAX_VM_DERIVED_FROM_GUARDS &&
+            dim->derivation != STAX_VM_DERIVED_UNRESOLVED &&
+            !stax_vm_in_range(dim->derivation, program->instructions_count))
+          return stax_vm_reject(v, -1, "descriptor %d dim %d is derived by instruction %d of %d",
+                                i, d, dim->derivation, program->instructions_count);
         if (!stax_vm_in_range(dim->code, program->dim_codes_count))
           return stax_vm_reject(v, -1, "descriptor %d dim %d names dim code %d of %d", i, d,
                                 dim->code, program->dim_codes_count);
@@ -120,6 +126,8 @@ static stax_status_t stax_vm_verify_descriptors(const stax_vm_verifier_t* v) {
                               dim->kind);
       }
     }
+    if (desc->flags & ~(uint32_t)STAX_VM_DESCRIPTOR_STATIC)
+      return stax_vm_reject(v, -1, "descriptor %d has unknown flags %#x", i, desc->flags);
     if (all_constant != ((desc->flags & STAX_VM_DESCRIPTOR_STATIC) != 0))
       return stax_vm_reject(v, -1, "descriptor %d static flag disagrees with its dims", i);
   }
@@ -128,6 +136,10 @@ static stax_status_t stax_vm_verify_descriptors(const stax_vm_verifier_t* v) {
       return stax_vm_reject(v, -1, "register %d names descriptor %d of %d", r,
                             program->registers[r].descriptor, program->descriptors_count);
     STAX_RETURN_IF_ERROR(stax_vm_verify_string(v, program->registers[r].name, true, "register name"));
+    if (program->registers[r].flags & ~(uint32_t)(STAX_VM_REGISTER_INPUT | STAX_VM_REGISTER_CONSTANT |
+                                                  STAX_VM_REGISTER_OUTPUT))
+      return stax_vm_reject(v, -1, "register %d has unknown flags %#x", r,
+                            program->registers[r].flags);
   }
   return STAX_OK;
 }
@@ -166,6 +178,16 @@ static stax_status_t stax_vm_verify_shape_tables(const stax_vm_verifier_t* v) {
     if (symbol->min > symbol->max)
       return stax_vm_reject(v, -1, "symbol %d has empty range [%lld, %lld]", s,
                             (long long)symbol->min, (long long)symbol->max);
+    /* Messages follow these to say where a symbol was bound. */
+    if (symbol->bound_by != STAX_VM_BOUND_BY_GUARD && symbol->bound_by != STAX_VM_BOUND_NEVER &&
+        !stax_vm_in_range(symbol->bound_by, program->instructions_count))
+      return stax_vm_reject(v, -1, "symbol %d is bound by instruction %d of %d", s,
+                            symbol->bound_by, program->instructions_count);
+    if (symbol->guard_input != -1 &&
+        (!stax_vm_in_range(symbol->guard_input, program->inputs_count) ||
+         !stax_vm_in_range(symbol->guard_dim, program->inputs[symbol->guard_input].rank)))
+      return stax_vm_reject(v, -1, "symbol %d is bound by input %d dim %d", s,
+                            symbol->guard_input, symbol->guard_dim);
   }
   for (int32_t g = 0; g < program->guards_count; g++) {
     const stax_vm_guard_t* guard = &program->guards[g];
@@ -228,6 +250,42 @@ static stax_status_t stax_vm_verify_optional_register(const stax_vm_verifier_t* 
   return STAX_OK;
 }
 
+/* The loop moves values between its register lists and writes the iteration number (int64)
+ * and condition (bool) itself, so the lists must agree in dtype and rank. */
+static stax_status_t stax_vm_verify_loop_types(const stax_vm_verifier_t* v, int32_t l) {
+  const stax_program_t* program = v->program;
+  const stax_vm_loop_t* loop = &program->loops[l];
+  const int32_t* lists = program->loop_registers + loop->lists_first;
+  int32_t c = loop->carried_count, s = loop->scan_count;
+  for (int32_t k = 0; k < c; k++) {
+    const stax_vm_descriptor_t* initial = stax_vm_register_descriptor(program, lists[k]);
+    for (int32_t list = 1; list < 4; list++) {
+      const stax_vm_descriptor_t* other = stax_vm_register_descriptor(program, lists[list * c + k]);
+      if (other->dtype != initial->dtype || other->rank != initial->rank)
+        return stax_vm_reject(v, -1, "loop %d carried value %d is %s rank %d in one list and "
+                              "%s rank %d in another",
+                              l, k, stax_dtype_name((stax_dtype_t)initial->dtype), initial->rank,
+                              stax_dtype_name((stax_dtype_t)other->dtype), other->rank);
+    }
+  }
+  for (int32_t k = 0; k < s; k++) {
+    const stax_vm_descriptor_t* each = stax_vm_register_descriptor(program, lists[4 * c + k]);
+    const stax_vm_descriptor_t* stacked = stax_vm_register_descriptor(program, lists[4 * c + s + k]);
+    if (each->dtype != stacked->dtype || stacked->rank != each->rank + 1)
+      return stax_vm_reject(v, -1, "loop %d scan %d stacks %s rank %d into %s rank %d", l, k,
+                            stax_dtype_name((stax_dtype_t)each->dtype), each->rank,
+                            stax_dtype_name((stax_dtype_t)stacked->dtype), stacked->rank);
+  }
+  const stax_vm_descriptor_t* iteration =
+      stax_vm_register_descriptor(program, loop->iteration_register);
+  const stax_vm_descriptor_t* cond = stax_vm_register_descriptor(program, loop->cond_in_register);
+  if (iteration->dtype != STAX_DTYPE_INT64 || iteration->rank > 1 ||
+      cond->dtype != STAX_DTYPE_BOOL || cond->rank > 1)
+    return stax_vm_reject(v, -1, "loop %d iteration register must be an int64 scalar and its "
+                          "condition register a bool scalar", l);
+  return STAX_OK;
+}
+
 static stax_status_t stax_vm_verify_misc_tables(const stax_vm_verifier_t* v) {
   const stax_program_t* program = v->program;
   for (int32_t l = 0; l < program->loops_count; l++) {
@@ -247,6 +305,7 @@ static stax_status_t stax_vm_verify_misc_tables(const stax_vm_verifier_t* v) {
     for (int32_t k = 0; k < stax_vm_loop_list_size(loop); k++)
       STAX_RETURN_IF_ERROR(stax_vm_verify_optional_register(
           v, program->loop_registers[loop->lists_first + k], false, "loop", l));
+    STAX_RETURN_IF_ERROR(stax_vm_verify_loop_types(v, l));
   }
   for (int32_t s = 0; s < program->signatures_count; s++) {
     const stax_vm_signature_t* signature = &program->signatures[s];
@@ -259,6 +318,8 @@ static stax_status_t stax_vm_verify_misc_tables(const stax_vm_verifier_t* v) {
     if (!stax_vm_dtype_ok(entry->dtype) || entry->rank < 0 || entry->rank > STAX_MAX_RANK)
       return stax_vm_reject(v, -1, "signature entry %d has dtype %d rank %d", e, entry->dtype,
                             entry->rank);
+    if (entry->flags & ~(uint32_t)STAX_VM_SIGNATURE_CHECK_STRIDES)
+      return stax_vm_reject(v, -1, "signature entry %d has unknown flags %#x", e, entry->flags);
     int32_t values = entry->rank * ((entry->flags & STAX_VM_SIGNATURE_CHECK_STRIDES) ? 2 : 1);
     if (!stax_vm_span_ok(entry->values_first, values, program->signature_values_count))
       return stax_vm_reject(v, -1, "signature entry %d values lie outside their table", e);
@@ -312,6 +373,15 @@ static stax_status_t stax_vm_verify_nodes(const stax_vm_verifier_t* v) {
         default: ok = false;
       }
       if (!ok) return stax_vm_reject(v, -1, "node %d attribute %d is malformed", n, a);
+      /* Kernels look attributes up by name and type: hold them to the op's schema. */
+      stax_status_t schema = stax_attr_check_schema(
+          (stax_op_t)node->op, stax_vm_program_string(program, node->name),
+          stax_vm_program_string(program, attr->name), (stax_attr_type_t)attr->type);
+      if (schema) {
+        stax_status_t error = stax_vm_reject(v, -1, "node %d: %s", n, stax_status_message(schema));
+        stax_status_free(schema);
+        return error;
+      }
     }
   }
   return STAX_OK;
@@ -330,17 +400,6 @@ typedef enum stax_vm_dtype_rule_e {
 
 static const char* const stax_vm_op_families[STAX_OP_COUNT] = {
 #define STAX_OP(name, min_in, max_in, min_out, max_out, flags, family) #family,
-#include "stax/ops.def"
-#undef STAX_OP
-};
-
-typedef struct stax_vm_arity_t {
-  int32_t min_in, max_in, min_out, max_out;
-} stax_vm_arity_t;
-
-static const stax_vm_arity_t stax_vm_op_arity[STAX_OP_COUNT] = {
-#define STAX_OP(name, min_in, max_in, min_out, max_out, flags, family) \
-  {min_in, max_in, min_out, max_out},
 #include "stax/ops.def"
 #undef STAX_OP
 };
@@ -467,20 +526,46 @@ static stax_status_t stax_vm_verify_compute(const stax_vm_verifier_t* v, int32_t
                           stax_op_name((stax_op_t)node->op));
   if (stax_op_flags(op) & STAX_OPF_CONTROL)
     return stax_vm_reject(v, i, "%s is control flow; it has no kernel", stax_op_name(op));
-  const stax_vm_arity_t* arity = &stax_vm_op_arity[op];
+  int32_t min_in = stax_op_min_inputs(op), max_in = stax_op_max_inputs(op);
+  int32_t min_out = stax_op_min_outputs(op), max_out = stax_op_max_outputs(op);
   int32_t inputs = ops->list_counts[0], outputs = ops->list_counts[1];
-  if (inputs < arity->min_in || (arity->max_in >= 0 && inputs > arity->max_in) ||
-      outputs < arity->min_out || (arity->max_out >= 0 && outputs > arity->max_out))
+  if (inputs < min_in || (max_in >= 0 && inputs > max_in) || outputs < min_out ||
+      (max_out >= 0 && outputs > max_out))
     return stax_vm_reject(v, i, "node '%s' (%s) has %d inputs and %d outputs; the op takes "
                           "%d..%d inputs and %d..%d outputs",
-                          node_name, stax_op_name(op), inputs, outputs, arity->min_in,
-                          arity->max_in, arity->min_out, arity->max_out);
+                          node_name, stax_op_name(op), inputs, outputs, min_in, max_in, min_out,
+                          max_out);
   if (inputs != node->input_count || outputs != node->output_count)
     return stax_vm_reject(v, i, "operand lists (%d, %d) disagree with node '%s' (%d, %d)",
                           inputs, outputs, node_name, node->input_count, node->output_count);
-  for (int32_t k = 0; k < outputs; k++)
-    if (ops->lists[1][k] < 0)
-      return stax_vm_reject(v, i, "output %d of node '%s' has no register", k, node_name);
+  /* Kernels see the node's registers (to tell which optional outputs are wanted) and the
+   * instruction's values: they must be the same registers. */
+  for (int32_t list = 0; list < 2; list++) {
+    const int32_t* node_regs =
+        program->node_registers + (list ? node->outputs_first : node->inputs_first);
+    for (int32_t k = 0; k < ops->list_counts[list]; k++)
+      if (ops->lists[list][k] != node_regs[k])
+        return stax_vm_reject(v, i, "%s %d is register %d but node '%s' says %d",
+                              list ? "output" : "input", k, ops->lists[list][k], node_name,
+                              node_regs[k]);
+  }
+  for (int32_t k = 0; k < min_in; k++)
+    if (ops->lists[0][k] < 0)
+      return stax_vm_reject(v, i, "required input %d of node '%s' has no register", k, node_name);
+  /* Outputs are written: each is a register of its own, none of them an input, so writing
+   * or releasing one can never pull a value from under the kernel. */
+  for (int32_t k = 0; k < outputs; k++) {
+    int32_t reg = ops->lists[1][k];
+    if (reg < 0) return stax_vm_reject(v, i, "output %d of node '%s' has no register", k, node_name);
+    for (int32_t j = 0; j < k; j++)
+      if (ops->lists[1][j] == reg)
+        return stax_vm_reject(v, i, "outputs %d and %d of node '%s' are both register %d", j, k,
+                              node_name, reg);
+    for (int32_t j = 0; j < inputs; j++)
+      if (ops->lists[0][j] == reg)
+        return stax_vm_reject(v, i, "output %d of node '%s' is also input %d (register %d)", k,
+                              node_name, j, reg);
+  }
   if (stax_vm_opcode_family(ins->opcode) == STAX_VM_FAMILY_COMPUTE_STATIC) {
     for (int32_t list = 0; list < 2; list++) {
       for (int32_t k = 0; k < ops->list_counts[list]; k++) {
@@ -506,10 +591,12 @@ static stax_status_t stax_vm_verify_compute(const stax_vm_verifier_t* v, int32_t
     return stax_vm_reject(v, i, "node '%s' (%s) produces %s, but output register %d is %s",
                           node_name, stax_op_name(op), stax_dtype_name((stax_dtype_t)expected),
                           ops->lists[1][0], stax_dtype_name((stax_dtype_t)out_dtype));
-  /* Elementwise ops (broadcasting or not) produce the largest input rank. */
+  /* Broadcasting elementwise ops produce the largest input rank; the others (Clip, CastLike,
+   * Dropout: their extra inputs are bounds, a dtype donor or flags) produce input 0's. */
   if (stax_op_flags(op) & STAX_OPF_ELEMENTWISE) {
     int32_t rank = 0;
-    for (int32_t k = 0; k < inputs; k++) {
+    int32_t considered = (stax_op_flags(op) & STAX_OPF_BROADCAST) ? inputs : 1;
+    for (int32_t k = 0; k < considered && k < inputs; k++) {
       if (ops->lists[0][k] < 0) continue;
       int32_t input_rank = stax_vm_register_descriptor(program, ops->lists[0][k])->rank;
       if (input_rank > rank) rank = input_rank;
@@ -541,10 +628,28 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
   if (ins->segment != -1 && !stax_vm_in_range(ins->segment, program->segments_count))
     return stax_vm_reject(v, i, "record names segment %d of %d", ins->segment,
                           program->segments_count);
+  if (ins->flags & ~(uint32_t)STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT)
+    return stax_vm_reject(v, i, "unknown flags %#x", ins->flags);
+  if ((ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) && !stax_vm_opcode_is_compute(ins->opcode) &&
+      ins->opcode != STAX_VM_OP_RESHAPE_VIEW)
+    return stax_vm_reject(v, i, "only compute and RESHAPE_VIEW instructions have dynamic outputs");
   stax_vm_operands_t ops;
   STAX_RETURN_IF_ERROR(stax_vm_collect_operands(v, i, &ops));
   const int32_t* val = ops.values;
   switch (ins->opcode) {
+    case STAX_VM_OP_JUMP:
+    case STAX_VM_OP_JUMP_IF_SHAPE_UNMATCHED:
+    case STAX_VM_OP_JUMP_IF_FALSE: {
+      /* Only LOOP_END goes back: without it, every instruction runs at most once per run. */
+      int32_t target = val[ins->opcode == STAX_VM_OP_JUMP ? 0 : 1];
+      if (target <= i)
+        return stax_vm_reject(v, i, "jumps back to instruction %d; only LOOP_END jumps back",
+                              target);
+      if (ins->opcode == STAX_VM_OP_JUMP_IF_FALSE &&
+          stax_vm_register_descriptor(program, val[0])->rank > 1)
+        return stax_vm_reject(v, i, "condition register %d is not a scalar", val[0]);
+      break;
+    }
     case STAX_VM_OP_LOAD_TENSOR: {
       const stax_vm_io_t* io = &program->inputs[val[1]];
       const stax_vm_descriptor_t* desc = stax_vm_register_descriptor(program, val[0]);
@@ -617,10 +722,6 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
       }
       break;
     }
-    case STAX_VM_OP_JUMP_IF_FALSE:
-      if (stax_vm_register_descriptor(program, val[0])->rank > 1)
-        return stax_vm_reject(v, i, "condition register %d is not a scalar", val[0]);
-      break;
     case STAX_VM_OP_LOOP_BEGIN:
     case STAX_VM_OP_LOOP_END: {
       int32_t* seen = ins->opcode == STAX_VM_OP_LOOP_BEGIN ? loop_begin : loop_end;
@@ -660,6 +761,56 @@ static stax_status_t stax_vm_verify_loops(const stax_vm_verifier_t* v, const int
   return STAX_OK;
 }
 
+/* Loops nest (each LOOP_END closes the innermost open loop) and jumps stay inside the loop
+ * body they start in: a run enters a body only through LOOP_BEGIN and leaves it only through
+ * LOOP_END, so loop state and the shape stack unwind in order. `owner` (instructions_count
+ * entries, `stack` loops_count + 1) is scratch: the innermost loop around each instruction. */
+static stax_status_t stax_vm_verify_nesting(const stax_vm_verifier_t* v, int32_t* owner,
+                                            int32_t* stack) {
+  const stax_program_t* program = v->program;
+  int32_t n = program->instructions_count, depth = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const stax_vm_instruction_t* ins = &program->instructions[i];
+    int32_t loop = ins->opcode == STAX_VM_OP_LOOP_BEGIN || ins->opcode == STAX_VM_OP_LOOP_END
+                       ? program->operands[ins->operand_first]
+                       : -1;
+    if (ins->opcode == STAX_VM_OP_LOOP_END) {
+      if (depth == 0 || stack[depth - 1] != loop)
+        return stax_vm_reject(v, i, "LOOP_END of loop %d does not close the innermost loop",
+                              loop);
+      depth--;
+    }
+    owner[i] = depth > 0 ? stack[depth - 1] : -1;
+    if (ins->opcode == STAX_VM_OP_LOOP_BEGIN) {
+      if (depth > program->loops_count)
+        return stax_vm_reject(v, i, "loops nest deeper than there are loops");
+      stack[depth++] = loop;
+    }
+  }
+  if (depth != 0) return stax_vm_reject(v, -1, "loop %d is never closed", stack[depth - 1]);
+  for (int32_t i = 0; i < n; i++) {
+    const stax_vm_instruction_t* ins = &program->instructions[i];
+    if (ins->opcode != STAX_VM_OP_JUMP && ins->opcode != STAX_VM_OP_JUMP_IF_FALSE &&
+        ins->opcode != STAX_VM_OP_JUMP_IF_SHAPE_UNMATCHED)
+      continue;
+    int32_t target =
+        program->operands[ins->operand_first + (ins->opcode == STAX_VM_OP_JUMP ? 0 : 1)];
+    /* Landing on the body's own LOOP_END is ending the iteration, not leaving the body. */
+    bool own_end = owner[i] >= 0 && program->instructions[target].opcode == STAX_VM_OP_LOOP_END &&
+                   program->operands[program->instructions[target].operand_first] == owner[i];
+    if (owner[target] == owner[i] || own_end) continue;
+    if (owner[target] < 0)
+      return stax_vm_reject(v, i, "jumps out of loop %d's body (to instruction %d)", owner[i],
+                            target);
+    if (owner[i] < 0)
+      return stax_vm_reject(v, i, "jumps into loop %d's body (to instruction %d)", owner[target],
+                            target);
+    return stax_vm_reject(v, i, "jumps from loop %d's body into loop %d's (instruction %d)",
+                          owner[i], owner[target], target);
+  }
+  return STAX_OK;
+}
+
 /* ---- compact form ----------------------------------------------------------------------------- */
 
 static stax_status_t stax_vm_verify_compact(const stax_vm_verifier_t* v, int32_t* offsets) {
@@ -680,11 +831,13 @@ static stax_status_t stax_vm_verify_compact(const stax_vm_verifier_t* v, int32_t
     int32_t length = (int32_t)((uint32_t)words[0] >> STAX_VM_LENGTH_SHIFT);
     if (!stax_vm_opcode_valid(opcode))
       return stax_vm_reject(v, -1, "compact word %d holds invalid opcode %d", offsets[i], opcode);
+    int32_t index_word = i;
+    if (ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) index_word |= STAX_VM_CODE_DYNAMIC_OUTPUT;
     if (opcode != ins->opcode || length != STAX_VM_HEADER_WORDS + ins->operand_count ||
-        words[1] != i)
-      return stax_vm_reject(v, i, "compact header at word %d (opcode %d, length %d, index %d) "
-                            "disagrees with the extended form",
-                            offsets[i], opcode, length, words[1]);
+        words[1] != index_word)
+      return stax_vm_reject(v, i, "compact header at word %d (opcode %d, length %d, index word "
+                            "%#x) disagrees with the extended form",
+                            offsets[i], opcode, length, (unsigned)words[1]);
     const int32_t* operands = program->operands + ins->operand_first;
     int32_t at = 0;
     for (const char* kind = stax_vm_opcode_format(opcode); *kind; kind++) {
@@ -723,7 +876,7 @@ stax_status_t stax_vm_verify(const stax_program_t* program) {
   if (n < 1) return stax_vm_reject(&v, -1, "the program has no instructions");
   stax_status_t status = STAX_OK;
   int32_t* scratch = NULL;
-  size_t scratch_count = (size_t)n + 2 * (size_t)program->loops_count + 1;
+  size_t scratch_count = 2 * (size_t)n + 3 * (size_t)program->loops_count + 2;
   STAX_RETURN_IF_ERROR(stax_allocator_malloc(program->allocator, scratch_count * sizeof(int32_t),
                                              (void**)&scratch));
   int32_t* loop_begin = scratch;
@@ -737,6 +890,9 @@ stax_status_t stax_vm_verify(const stax_program_t* program) {
     goto cleanup;
   }
   STAX_GOTO_IF_ERROR(status, stax_vm_verify_loops(&v, loop_begin, loop_end), cleanup);
+  STAX_GOTO_IF_ERROR(status,
+                     stax_vm_verify_nesting(&v, offsets + n + 1, offsets + 2 * (size_t)n + 1),
+                     cleanup);
   STAX_GOTO_IF_ERROR(status, stax_vm_verify_compact(&v, offsets), cleanup);
 cleanup:
   stax_allocator_free(program->allocator, scratch, scratch_count * sizeof(int32_t));
