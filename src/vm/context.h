@@ -57,6 +57,8 @@ struct stax_context_s {
   uint64_t* segment_counts;
   int32_t timing_instruction; /* the instruction being timed, -1 for none */
   uint64_t timing_start;
+  /* JIT tier scratch (signature words, kernel arguments); NULL when the JIT is off. */
+  struct stax_vm_jit_frame_s* jit;
 };
 
 /* Operand access into the compact words. */

@@ -1,7 +1,9 @@
 /* Emission: the extended form -> the compact form the interpreter fetches. One pass lays the
- * instructions out as int32 words (header, then operands in format order) and turns jump
- * targets from instruction indices into word offsets. The compact form is never edited; to
- * change a program, change the extended form and emit again. */
+ * instructions out as int32 words (header, then operands in format order), turns jump
+ * targets from instruction indices into word offsets, and carries the one instruction flag
+ * the interpreter needs (DYNAMIC_OUTPUT) in word 1, so a run reads nothing but the compact
+ * words. The compact form is never edited; to change a program, change the extended form and
+ * emit again (the loader re-emits it from a file's extended form). */
 #include <string.h>
 
 #include "vm/program.h"
@@ -29,9 +31,9 @@ stax_status_t stax_vm_emit(stax_program_t* program) {
                                 ins->operand_count, program->operands_count);
       goto cleanup;
     }
-    int32_t expected = stax_vm_operand_words(stax_vm_opcode_format(ins->opcode),
-                                             program->operands + ins->operand_first,
-                                             ins->operand_count);
+    const int32_t* operands = STAX_VM_TABLE_AT(program->operands, ins->operand_first);
+    int32_t expected =
+        stax_vm_operand_words(stax_vm_opcode_format(ins->opcode), operands, ins->operand_count);
     if (expected != ins->operand_count) {
       status = stax_status_make(STAX_INVALID_ARGUMENT,
                                 "instruction %d (%s): %d operand words do not match its "
@@ -66,11 +68,13 @@ stax_status_t stax_vm_emit(stax_program_t* program) {
   for (int32_t i = 0; i < n; i++) {
     const stax_vm_instruction_t* ins = &program->instructions[i];
     int32_t* words = program->code + offsets[i];
-    const int32_t* operands = program->operands + ins->operand_first;
+    const int32_t* operands = STAX_VM_TABLE_AT(program->operands, ins->operand_first);
     int32_t length = STAX_VM_HEADER_WORDS + ins->operand_count;
     words[0] = ins->opcode | (length << STAX_VM_LENGTH_SHIFT);
     words[1] = i;
-    memcpy(words + STAX_VM_HEADER_WORDS, operands, (size_t)ins->operand_count * sizeof(int32_t));
+    if (ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) words[1] |= STAX_VM_CODE_DYNAMIC_OUTPUT;
+    if (ins->operand_count > 0) /* operands may be NULL in a program without any */
+      memcpy(words + STAX_VM_HEADER_WORDS, operands, (size_t)ins->operand_count * sizeof(int32_t));
     /* Jump targets: instruction index -> word offset; a bad index stays bad (-1) for the
      * verifier to report. */
     int32_t at = 0;

@@ -20,7 +20,7 @@ const char* stax_vm_register_name(const stax_program_t* program, int32_t reg) {
 stax_status_t stax_vm_instruction_error(const stax_context_t* ctx, const int32_t* ins,
                                         stax_status_t status) {
   const stax_program_t* program = ctx->program;
-  int32_t index = ins[1];
+  int32_t index = STAX_VM_CODE_INDEX(ins);
   const stax_vm_instruction_t* record = &program->instructions[index];
   if (record->node >= 0) {
     const stax_vm_node_t* node = &program->nodes[record->node];
@@ -132,6 +132,14 @@ stax_status_t stax_vm_exec_store_tensor(stax_context_t* ctx, const int32_t* ins)
     return stax_status_make(STAX_INTERNAL, "output %d '%s' (register %d) has no value", output,
                             stax_vm_program_string(ctx->program, ctx->program->outputs[output].name),
                             reg);
+  /* Callers get the dtype and rank the program declares, whatever the program file said. */
+  const stax_vm_io_t* io = &ctx->program->outputs[output];
+  if ((int32_t)tensor->dtype != io->dtype || tensor->rank != io->rank)
+    return stax_status_make(STAX_SHAPE_MISMATCH, "output %d '%s' is %s %s, but the program says "
+                            "%s rank %d", output, stax_vm_program_string(ctx->program, io->name),
+                            stax_dtype_name(tensor->dtype),
+                            stax_dims_text(tensor->rank, tensor->dims).text,
+                            stax_dtype_name((stax_dtype_t)io->dtype), io->rank);
   stax_tensor_retain(tensor);
   if (ctx->outputs[output]) stax_tensor_release(ctx->outputs[output]);
   ctx->outputs[output] = tensor;
@@ -185,6 +193,29 @@ stax_status_t stax_vm_exec_move(stax_context_t* ctx, const int32_t* ins) {
 
 /* ---- compute -------------------------------------------------------------------------------- */
 
+/* A preallocated output is written in place, so it must be contiguous and held by nobody
+ * else: always true of what ALLOC_TENSOR made, but a hostile program could name a register
+ * holding a view of an input or a constant. */
+static bool stax_vm_writable(const stax_tensor_t* tensor) {
+  return atomic_load(&tensor->refcount) == 1 && atomic_load(&tensor->buffer->refcount) == 1 &&
+         stax_tensor_is_contiguous(tensor);
+}
+
+/* Values a kernel or host function produced have their register's dtype and rank, so every
+ * live register agrees with its descriptor (what the view and shape instructions rely on). */
+static stax_status_t stax_vm_check_produced(const stax_context_t* ctx, int32_t reg) {
+  const stax_program_t* program = ctx->program;
+  const stax_tensor_t* tensor = ctx->registers[reg];
+  const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  if ((int32_t)tensor->dtype == desc->dtype && tensor->rank == desc->rank) return STAX_OK;
+  return stax_status_make(STAX_SHAPE_MISMATCH,
+                          "produced %s %s for register %d '%s', but the program says %s rank %d",
+                          stax_dtype_name(tensor->dtype),
+                          stax_dims_text(tensor->rank, tensor->dims).text, reg,
+                          stax_vm_register_name(program, reg),
+                          stax_dtype_name((stax_dtype_t)desc->dtype), desc->rank);
+}
+
 stax_status_t stax_vm_exec_compute(stax_context_t* ctx, const int32_t* ins) {
   const stax_program_t* program = ctx->program;
   int32_t node_index = STAX_VM_OPERAND(ins, 0);
@@ -196,18 +227,28 @@ stax_status_t stax_vm_exec_compute(stax_context_t* ctx, const int32_t* ins) {
   stax_kernel_fn kernel = stax_kernel_for_op(node->op);
   if (!kernel)
     return stax_status_make(STAX_UNIMPLEMENTED, "no kernel for %s", stax_op_name(node->op));
-  bool kernel_allocates =
-      (program->instructions[ins[1]].flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) != 0;
+  bool kernel_allocates = STAX_VM_CODE_KERNEL_ALLOCATES(ins);
+  int32_t required = stax_op_min_inputs(node->op);
   for (int32_t k = 0; k < input_count; k++) {
     int32_t reg = input_list[1 + k];
     ctx->call_inputs[k] = reg >= 0 ? ctx->registers[reg] : NULL;
+    if (k < required && !ctx->call_inputs[k])
+      return stax_status_make(STAX_INTERNAL, "input %d (register %d '%s') has no value", k, reg,
+                              stax_vm_register_name(program, reg));
+  }
+  for (int32_t k = 0; k < output_count; k++) {
+    int32_t reg = output_list[1 + k];
+    if (kernel_allocates) stax_vm_take_register(ctx, reg, NULL);
+    if (ctx->registers[reg] && !stax_vm_writable(ctx->registers[reg]))
+      return stax_status_make(STAX_INTERNAL,
+                              "output %d (register %d '%s') holds a shared or strided value; the "
+                              "kernel cannot write into it",
+                              k, reg, stax_vm_register_name(program, reg));
   }
   /* Preallocated outputs get an extra reference for the call: a kernel that fails may release
    * whatever is in its output array, and the register must stay valid either way. */
   for (int32_t k = 0; k < output_count; k++) {
-    int32_t reg = output_list[1 + k];
-    if (kernel_allocates) stax_vm_take_register(ctx, reg, NULL);
-    stax_tensor_t* previous = ctx->registers[reg];
+    stax_tensor_t* previous = ctx->registers[output_list[1 + k]];
     if (previous) stax_tensor_retain(previous);
     ctx->call_previous[k] = previous;
     ctx->call_outputs[k] = previous;
@@ -239,9 +280,12 @@ stax_status_t stax_vm_exec_compute(stax_context_t* ctx, const int32_t* ins) {
   }
   STAX_RETURN_IF_ERROR(status);
   for (int32_t k = 0; k < output_count; k++) {
-    if (!ctx->registers[output_list[1 + k]])
+    int32_t reg = output_list[1 + k];
+    if (!ctx->registers[reg])
       return stax_status_make(STAX_INTERNAL, "the %s kernel did not set output %d",
                               stax_op_name(node->op), k);
+    STAX_RETURN_IF_ERROR(stax_vm_check_produced(ctx, reg), "%s kernel output %d",
+                         stax_op_name(node->op), k);
   }
   return STAX_OK;
 }
@@ -275,6 +319,8 @@ stax_status_t stax_vm_exec_call_func(stax_context_t* ctx, const int32_t* ins) {
       stax_vm_take_register(ctx, output_list[1 + k], produced);
     }
   }
+  for (int32_t k = 0; k < output_count && status == STAX_OK; k++)
+    status = stax_vm_check_produced(ctx, output_list[1 + k]);
   STAX_RETURN_IF_ERROR(status, "host function '%s'", name);
   return STAX_OK;
 }

@@ -125,7 +125,10 @@ static stax_status_t stax_vm_run_guard(stax_context_t* ctx, const stax_vm_guard_
   }
   switch (guard->kind) {
     case STAX_VM_GUARD_BIND: {
-      int64_t shifted = seen - guard->offset;
+      int64_t shifted = 0;
+      if (__builtin_sub_overflow(seen, guard->offset, &shifted))
+        return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, which overflows minus %lld",
+                                where, (long long)seen, (long long)guard->offset);
       if (shifted % guard->scale != 0) {
         const char* text = guard->code >= 0
                                ? stax_vm_program_string(program, program->dim_codes[guard->code].text)
@@ -207,6 +210,10 @@ stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, const int32_t* ins
       if (!tensor)
         return stax_status_make(STAX_INTERNAL, "register %d '%s' has no value", binding->reg,
                                 stax_vm_register_name(program, binding->reg));
+      if (binding->dim >= tensor->rank)
+        return stax_status_make(STAX_INTERNAL, "register %d '%s' has rank %d, no dim %d",
+                                binding->reg, stax_vm_register_name(program, binding->reg),
+                                tensor->rank, binding->dim);
       seen = tensor->dims[binding->dim];
       snprintf(where, sizeof(where), "'%s' (register %d) dim %d",
                stax_vm_register_name(program, binding->reg), binding->reg, binding->dim);
@@ -214,7 +221,10 @@ stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, const int32_t* ins
     switch (binding->kind) {
       case STAX_VM_BINDING_BIND: {
         const char* name = stax_vm_program_string(program, program->symbols[binding->symbol].name);
-        int64_t shifted = seen - binding->offset;
+        int64_t shifted = 0;
+        if (__builtin_sub_overflow(seen, binding->offset, &shifted))
+          return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, which overflows minus %lld",
+                                  where, (long long)seen, (long long)binding->offset);
         if (shifted % binding->scale != 0)
           return stax_status_make(STAX_SHAPE_MISMATCH,
                                   "%s is %lld, which is not %lld*%s + %lld for any integer %s",
@@ -340,6 +350,9 @@ stax_status_t stax_vm_exec_transpose_view(stax_context_t* ctx, const int32_t* in
   const int32_t* perm = &STAX_VM_OPERAND(ins, 2);
   stax_tensor_t* source = NULL;
   STAX_RETURN_IF_ERROR(stax_vm_source(ctx, src, &source));
+  if (source->rank != perm[0])
+    return stax_status_make(STAX_INTERNAL, "register %d '%s' has rank %d; the permutation has %d",
+                            src, stax_vm_register_name(ctx->program, src), source->rank, perm[0]);
   stax_tensor_t* view = NULL;
   STAX_RETURN_IF_ERROR(stax_tensor_transpose(ctx->allocator, source, perm + 1, &view));
   stax_vm_take_register(ctx, dst, view);

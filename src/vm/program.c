@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vm/program.h"
+#include "vm/jit_tier.h"
 
 /* ---- tables ----------------------------------------------------------------------------- */
 
@@ -66,6 +67,7 @@ void stax_program_retain(stax_program_t* program) {
 
 void stax_program_release(stax_program_t* program) {
   if (!program || atomic_fetch_sub(&program->refcount, 1) != 1) return;
+  stax_vm_jit_cache_destroy(program);
   for (int32_t i = 0; i < program->constants_count; i++)
     if (program->constants[i]) stax_tensor_release(program->constants[i]);
 #define STAX_VM_TABLE_FREE(type, name)                                               \
@@ -226,7 +228,7 @@ stax_status_t stax_vm_program_add_signature(stax_program_t* program, int32_t cou
 
 /* ---- finalize and link -------------------------------------------------------------------- */
 
-static void stax_vm_program_measure(stax_program_t* program) {
+void stax_vm_program_measure(stax_program_t* program) {
   int32_t longest = 0;
   for (int32_t i = 0; i < program->instructions_count; i++) {
     const stax_vm_instruction_t* ins = &program->instructions[i];
@@ -328,9 +330,9 @@ stax_status_t stax_vm_program_link(stax_program_t* program) {
     node->op = (stax_op_t)source->op;
     node->name = stax_vm_program_string(program, source->name);
     node->input_count = source->input_count;
-    node->inputs = program->node_registers + source->inputs_first;
+    node->inputs = STAX_VM_TABLE_AT(program->node_registers, source->inputs_first);
     node->output_count = source->output_count;
-    node->outputs = program->node_registers + source->outputs_first;
+    node->outputs = STAX_VM_TABLE_AT(program->node_registers, source->outputs_first);
     node->attr_count = source->attr_count;
     if (source->attr_count > 0) {
       STAX_RETURN_IF_ERROR(stax_arena_alloc(&program->link_arena,

@@ -29,6 +29,12 @@ enum {
   STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT = 1u << 0,
 };
 
+/* Word 1 of a compact instruction: the extended index in bits 0..30 (counters, messages) and
+ * DYNAMIC_OUTPUT in bit 31, so the interpreter never reads the extended form. */
+#define STAX_VM_CODE_DYNAMIC_OUTPUT INT32_MIN
+#define STAX_VM_CODE_INDEX(ins) ((ins)[1] & INT32_MAX)
+#define STAX_VM_CODE_KERNEL_ALLOCATES(ins) ((ins)[1] < 0)
+
 typedef struct stax_vm_instruction_t {
   int32_t opcode;
   int32_t node;          /* program node it came from, or -1 */
@@ -225,7 +231,10 @@ typedef struct stax_vm_attr_t {
 } stax_vm_attr_t;
 
 /* Every growable table of the program: X(element type, name). Each becomes the fields
- * `type* name; int32_t name##_count;` (and a capacity used while building). */
+ * `type* name; int32_t name##_count;` (and a capacity used while building). Program files
+ * store every table but `code` as one section, tagged by its position in this list, with the
+ * record layout serialize.c lists per table: a new table or field needs its entry there and a
+ * new STAX_VM_FILE_VERSION. */
 #define STAX_VM_PROGRAM_TABLES(X)                          \
   X(char, strings)                                         \
   X(stax_vm_instruction_t, instructions)                   \
@@ -283,10 +292,17 @@ struct stax_program_s {
   stax_arena_t link_arena;
   stax_node_t* kernel_nodes;
   bool linked;
+  /* The JIT tier's kernel cache (jit_tier.c), created by the first context that runs with the
+   * JIT on and shared by all; mutable state behind its own lock, never serialized. */
+  _Atomic(struct stax_vm_jit_cache_s*) jit_cache;
 
   /* Builder state, dropped when the program is finalized. */
   stax_hash_map_t* string_index; /* string -> offset, for deduplication */
 };
+
+/* Entry `index` of a table that may be empty (NULL): a loaded or hand-built program can have
+ * no operands or node registers at all, and NULL + 0 is undefined. */
+#define STAX_VM_TABLE_AT(table, index) ((table) ? (table) + (index) : NULL)
 
 /* ---- building ----------------------------------------------------------------------------- */
 
@@ -364,6 +380,52 @@ STAX_MUST_USE stax_status_t stax_vm_program_finalize(stax_program_t* program,
 
 /* Rebuilds the derived data (kernel node views) from the tables. Idempotent. */
 STAX_MUST_USE stax_status_t stax_vm_program_link(stax_program_t* program);
+/* Sizes the interpreter's scratch (max_list_length, max_shape_stack) from verified tables. */
+void stax_vm_program_measure(stax_program_t* program);
+
+/* ---- program files (serialize.c writes, deserialize.c reads; docs/vm.md "Program files") -- */
+
+#define STAX_VM_FILE_MAGIC "STAXPROG" /* 8 bytes, no terminator on disk */
+#define STAX_VM_FILE_VERSION 1u
+#define STAX_VM_FILE_BYTE_ORDER 0x01020304u /* written little-endian: 04 03 02 01 */
+#define STAX_VM_FILE_HEADER_SIZE 40
+#define STAX_VM_FILE_SECTION_HEADER_SIZE 12 /* u32 tag, u64 body length */
+
+/* One field of a record as stored: `size` bytes (1, 4 or 8) at `offset` in the struct, written
+ * little-endian; records are the fields back to back, no padding. */
+typedef struct stax_vm_file_field_t {
+  uint16_t offset;
+  uint16_t size;
+} stax_vm_file_field_t;
+
+typedef enum stax_vm_file_storage_e {
+  STAX_VM_FILE_NOT_STORED = 0, /* the compact form: re-emitted at load */
+  STAX_VM_FILE_RECORDS = 1,    /* u32 count, u32 record size, records */
+  STAX_VM_FILE_CONSTANTS = 2,  /* u32 count, then per tensor dtype, rank, dims, data */
+} stax_vm_file_storage_t;
+
+/* How one program table is stored; stax_vm_file_tables[i] describes the i-th table of
+ * STAX_VM_PROGRAM_TABLES, whose section tag is i + 1. */
+typedef struct stax_vm_file_table_t {
+  const char* name;
+  stax_vm_file_storage_t storage;
+  size_t element_size; /* in memory */
+  size_t data_offset;  /* offsetof(stax_program_t, table) */
+  size_t count_offset;
+  size_t capacity_offset;
+  const stax_vm_file_field_t* fields;
+  int32_t field_count;
+} stax_vm_file_table_t;
+
+extern const stax_vm_file_table_t stax_vm_file_tables[];
+extern const int32_t stax_vm_file_table_count;
+/* Bytes per record on disk: the sum of the field sizes. */
+int32_t stax_vm_file_record_size(const stax_vm_file_table_t* table);
+/* A hash of everything whose numbering a file relies on (opcode names, ops, dtypes, attribute
+ * types): a file from a build that numbers them differently is refused, not misread. */
+uint64_t stax_vm_isa_fingerprint(void);
+/* The checksum of a file: header bytes [0, 32) and the payload. */
+uint64_t stax_vm_file_checksum(const uint8_t* header, const uint8_t* payload, size_t size);
 
 /* ---- passes over a built program (segments.c, emit.c, verify.c, disasm.c) ---------------- */
 

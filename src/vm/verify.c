@@ -136,8 +136,8 @@ static stax_status_t stax_vm_verify_descriptors(const stax_vm_verifier_t* v) {
       return stax_vm_reject(v, -1, "register %d names descriptor %d of %d", r,
                             program->registers[r].descriptor, program->descriptors_count);
     STAX_RETURN_IF_ERROR(stax_vm_verify_string(v, program->registers[r].name, true, "register name"));
-    if (program->registers[r].flags & ~(uint32_t)(STAX_VM_REGISTER_INPUT | STAX_VM_REGISTER_CONSTANT |
-                                                  STAX_VM_REGISTER_OUTPUT))
+    uint32_t known = STAX_VM_REGISTER_INPUT | STAX_VM_REGISTER_CONSTANT | STAX_VM_REGISTER_OUTPUT;
+    if (program->registers[r].flags & ~known)
       return stax_vm_reject(v, -1, "register %d has unknown flags %#x", r,
                             program->registers[r].flags);
   }
@@ -270,7 +270,8 @@ static stax_status_t stax_vm_verify_loop_types(const stax_vm_verifier_t* v, int3
   }
   for (int32_t k = 0; k < s; k++) {
     const stax_vm_descriptor_t* each = stax_vm_register_descriptor(program, lists[4 * c + k]);
-    const stax_vm_descriptor_t* stacked = stax_vm_register_descriptor(program, lists[4 * c + s + k]);
+    const stax_vm_descriptor_t* stacked =
+        stax_vm_register_descriptor(program, lists[4 * c + s + k]);
     if (each->dtype != stacked->dtype || stacked->rank != each->rank + 1)
       return stax_vm_reject(v, -1, "loop %d scan %d stacks %s rank %d into %s rank %d", l, k,
                             stax_dtype_name((stax_dtype_t)each->dtype), each->rank,
@@ -472,7 +473,7 @@ static stax_status_t stax_vm_collect_operands(const stax_vm_verifier_t* v, int32
   const stax_program_t* program = v->program;
   const stax_vm_instruction_t* ins = &program->instructions[i];
   memset(out, 0, sizeof(*out));
-  const int32_t* words = program->operands + ins->operand_first;
+  const int32_t* words = STAX_VM_TABLE_AT(program->operands, ins->operand_first);
   int32_t at = 0;
   for (const char* kind = stax_vm_opcode_format(ins->opcode); *kind; kind++) {
     if (*kind == STAX_VM_OPERAND_REGISTER_LIST || *kind == STAX_VM_OPERAND_IMMEDIATE_LIST) {
@@ -542,7 +543,8 @@ static stax_status_t stax_vm_verify_compute(const stax_vm_verifier_t* v, int32_t
    * instruction's values: they must be the same registers. */
   for (int32_t list = 0; list < 2; list++) {
     const int32_t* node_regs =
-        program->node_registers + (list ? node->outputs_first : node->inputs_first);
+        STAX_VM_TABLE_AT(program->node_registers,
+                         list ? node->outputs_first : node->inputs_first);
     for (int32_t k = 0; k < ops->list_counts[list]; k++)
       if (ops->lists[list][k] != node_regs[k])
         return stax_vm_reject(v, i, "%s %d is register %d but node '%s' says %d",
@@ -556,7 +558,8 @@ static stax_status_t stax_vm_verify_compute(const stax_vm_verifier_t* v, int32_t
    * or releasing one can never pull a value from under the kernel. */
   for (int32_t k = 0; k < outputs; k++) {
     int32_t reg = ops->lists[1][k];
-    if (reg < 0) return stax_vm_reject(v, i, "output %d of node '%s' has no register", k, node_name);
+    if (reg < 0)
+      return stax_vm_reject(v, i, "output %d of node '%s' has no register", k, node_name);
     for (int32_t j = 0; j < k; j++)
       if (ops->lists[1][j] == reg)
         return stax_vm_reject(v, i, "outputs %d and %d of node '%s' are both register %d", j, k,
@@ -619,7 +622,7 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
   if (!stax_vm_span_ok(ins->operand_first, ins->operand_count, program->operands_count))
     return stax_vm_reject(v, i, "operands lie outside the operand table");
   if (stax_vm_operand_words(stax_vm_opcode_format(ins->opcode),
-                            program->operands + ins->operand_first,
+                            STAX_VM_TABLE_AT(program->operands, ins->operand_first),
                             ins->operand_count) != ins->operand_count)
     return stax_vm_reject(v, i, "%d operand words do not match format \"%s\"",
                           ins->operand_count, stax_vm_opcode_format(ins->opcode));
@@ -630,8 +633,8 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
                           program->segments_count);
   if (ins->flags & ~(uint32_t)STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT)
     return stax_vm_reject(v, i, "unknown flags %#x", ins->flags);
-  if ((ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) && !stax_vm_opcode_is_compute(ins->opcode) &&
-      ins->opcode != STAX_VM_OP_RESHAPE_VIEW)
+  if ((ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) &&
+      !stax_vm_opcode_is_compute(ins->opcode) && ins->opcode != STAX_VM_OP_RESHAPE_VIEW)
     return stax_vm_reject(v, i, "only compute and RESHAPE_VIEW instructions have dynamic outputs");
   stax_vm_operands_t ops;
   STAX_RETURN_IF_ERROR(stax_vm_collect_operands(v, i, &ops));
@@ -838,7 +841,7 @@ static stax_status_t stax_vm_verify_compact(const stax_vm_verifier_t* v, int32_t
       return stax_vm_reject(v, i, "compact header at word %d (opcode %d, length %d, index word "
                             "%#x) disagrees with the extended form",
                             offsets[i], opcode, length, (unsigned)words[1]);
-    const int32_t* operands = program->operands + ins->operand_first;
+    const int32_t* operands = STAX_VM_TABLE_AT(program->operands, ins->operand_first);
     int32_t at = 0;
     for (const char* kind = stax_vm_opcode_format(opcode); *kind; kind++) {
       if (*kind == STAX_VM_OPERAND_REGISTER_LIST || *kind == STAX_VM_OPERAND_IMMEDIATE_LIST) {
