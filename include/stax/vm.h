@@ -57,6 +57,7 @@ int stax_program_output_dim_text(const stax_program_t* program, int32_t index, i
 /* Saving and loading. A saved program is an input boundary like a model file: loading
  * verifies it and rejects a malformed, truncated or corrupted file with a clear error. */
 STAX_MUST_USE stax_status_t stax_program_save(const stax_program_t* program, const char* path);
+/* The bytes of a program file; free them with stax_allocator_free(allocator, data, size). */
 STAX_MUST_USE stax_status_t stax_program_serialize(const stax_program_t* program,
                                                    stax_allocator_t allocator, void** out_data,
                                                    size_t* out_size);
@@ -82,10 +83,23 @@ STAX_MUST_USE stax_status_t stax_program_disassemble(const stax_program_t* progr
 
 /* ---- execution ---------------------------------------------------------------------------- */
 
+typedef enum stax_jit_mode_e {
+  STAX_JIT_OFF = 0,        /* interpret everything */
+  STAX_JIT_BACKGROUND = 1, /* compile on a background thread; keep interpreting meanwhile */
+  STAX_JIT_SYNC = 2,       /* compile inline on the calling thread (tests, benchmarks) */
+} stax_jit_mode_t;
+
 typedef struct stax_context_options_t {
   stax_dispatch_mode_t dispatch;
   stax_threadpool_t* pool;  /* NULL: the process-wide default pool */
   bool profile_timing;      /* also time each instruction (counts are always kept) */
+  /* JIT tier (docs/jit.md, "Tiering"). Zero-initialized options keep the JIT off so existing
+   * callers see no change; `stax run` turns it on. */
+  stax_jit_mode_t jit;
+  int32_t jit_threshold;    /* compile a (segment, signature) seen this often; 0: 2 */
+  int32_t jit_max_versions; /* compiled versions kept per segment (LRU); 0: 8 */
+  bool jit_verify;          /* also interpret and compare (STAX_JIT_VERIFY=1 does the same) */
+  double jit_tolerance;     /* verify: |a-b| <= tol * (1 + |b|); 0: 1e-4 */
 } stax_context_options_t;
 
 STAX_MUST_USE stax_status_t stax_context_create(stax_allocator_t allocator,
@@ -110,6 +124,29 @@ const uint64_t* stax_context_instruction_counts(const stax_context_t* context);
 const uint64_t* stax_context_instruction_nanos(const stax_context_t* context);
 int32_t stax_context_segment_count(const stax_context_t* context);
 const uint64_t* stax_context_segment_counts(const stax_context_t* context);
+
+/* JIT statistics per segment, shared by every context of the program (the kernel cache
+ * belongs to the program). Zeros when no context ran with the JIT on. */
+typedef struct stax_jit_segment_stats_t {
+  uint64_t entries;     /* segment entries seen by the JIT tier */
+  uint64_t hits;        /* entries run by a compiled kernel */
+  uint64_t misses;      /* entries interpreted (no kernel for the signature yet, or none) */
+  uint64_t compiles;    /* successful compiles */
+  uint64_t failures;    /* failed or refused compiles (never retried for that signature) */
+  uint64_t evictions;   /* kernels dropped by the per-segment version cap */
+  double compile_ms;    /* total compile time */
+  int32_t versions;     /* compiled versions held now */
+  int32_t signatures;   /* distinct signatures tracked now */
+} stax_jit_segment_stats_t;
+
+int32_t stax_program_segment_count(const stax_program_t* program);
+STAX_MUST_USE stax_status_t stax_program_jit_stats(const stax_program_t* program,
+                                                   int32_t segment,
+                                                   stax_jit_segment_stats_t* out_stats);
+/* Waits until the background compiler's queue is empty (tests, benchmarks). */
+void stax_program_jit_drain(const stax_program_t* program);
+/* Writes every segment's statistics as JSON. */
+STAX_MUST_USE stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out);
 
 #ifdef __cplusplus
 }

@@ -85,7 +85,7 @@ static void stax_vm_print_binding(FILE* out, const stax_program_t* program,
 /* Prints one instruction's operands, decoded by its format. */
 static void stax_vm_print_operands(FILE* out, const stax_program_t* program,
                                    const stax_vm_instruction_t* ins) {
-  const int32_t* words = program->operands + ins->operand_first;
+  const int32_t* words = STAX_VM_TABLE_AT(program->operands, ins->operand_first);
   int32_t at = 0, end = ins->operand_count;
   bool first = true;
   for (const char* kind = stax_vm_opcode_format(ins->opcode); *kind && at < end; kind++) {

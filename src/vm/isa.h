@@ -51,7 +51,8 @@ enum {
 
 /* Compact encoding. Each instruction is
  *   word 0: opcode | (length in words << 16)
- *   word 1: the instruction's index in the extended form (profiling counters, messages)
+ *   word 1: bits 0-30 the instruction's index in the extended form (profiling counters,
+ *           messages); bit 31 DYNAMIC_OUTPUT (the kernel allocates its outputs)
  *   words 2..: operands, laid out as the format says
  * The verifier checks every field before a program can run. */
 #define STAX_VM_HEADER_WORDS 2
