@@ -31,6 +31,29 @@ void stax_shape_ctx_destroy(stax_shape_ctx_t* ctx);
  * STAX_OK. Ownership passes to the caller. */
 STAX_MUST_USE stax_status_t stax_shape_ctx_take_error(stax_shape_ctx_t* ctx);
 
+/* ---- checkpoints ------------------------------------------------------------------------- */
+
+/* A point the context can return to: after stax_shape_ctx_rollback the union-find classes,
+ * symbol ranges, pinned values and the symbol table are exactly as they were when the checkpoint
+ * was taken (symbols created since are gone, also by name). Expression nodes built since stay
+ * valid, as they are immutable. Checkpoints nest and must be ended in reverse order, each by
+ * exactly one rollback or commit; ending an outer one also ends those taken after it. Changes
+ * are recorded only while a checkpoint is outstanding and the record is dropped when the
+ * outermost one commits, so contexts that never checkpoint pay nothing. While recording, an
+ * operation that cannot record a change fails with OUT_OF_MEMORY and changes nothing. */
+typedef struct stax_shape_checkpoint_t {
+  int32_t depth;          /* 1 for the outermost checkpoint; 0 for none (NULL context) */
+  int32_t symbol_count;   /* symbols that existed */
+  uint64_t fresh_counter; /* so names of fresh symbols repeat after a rollback */
+  size_t undo_length;     /* undo log entries that predate the checkpoint */
+} stax_shape_checkpoint_t;
+
+stax_shape_checkpoint_t stax_shape_ctx_checkpoint(stax_shape_ctx_t* ctx);
+/* Undoes every change since `checkpoint` and ends it. */
+void stax_shape_ctx_rollback(stax_shape_ctx_t* ctx, stax_shape_checkpoint_t checkpoint);
+/* Keeps the changes since `checkpoint` and ends it; an enclosing checkpoint can still undo them. */
+void stax_shape_ctx_commit(stax_shape_ctx_t* ctx, stax_shape_checkpoint_t checkpoint);
+
 /* ---- symbols ---------------------------------------------------------------------------- */
 
 /* Returns the symbol named `name`, creating it with range [min, max] (max may be

@@ -38,6 +38,10 @@ void stax_shape_ctx_destroy(stax_shape_ctx_t* ctx) {
   stax_status_free(ctx->error);
   stax_hash_map_destroy(ctx->intern_table);
   stax_hash_map_destroy(ctx->symbol_names);
+  if (ctx->undo) {
+    stax_allocator_free(ctx->allocator, ctx->undo,
+                        ctx->undo_capacity * sizeof(stax_shape_undo_t));
+  }
   if (ctx->symbols) {
     stax_allocator_free(ctx->allocator, ctx->symbols,
                         (size_t)ctx->symbol_capacity * sizeof(stax_symbol_info_t));
@@ -83,6 +87,151 @@ const char* stax_format_range(int64_t min, int64_t max, char* buf, size_t size) 
     snprintf(buf, size, "[%lld, %lld]", (long long)min, (long long)max);
   }
   return buf;
+}
+
+/* ---- checkpoints and the undo log ------------------------------------------------------- */
+
+/* A log that outgrew this many entries is freed when the outermost checkpoint ends, so one
+ * unusually large transaction does not pin its memory for the context's lifetime. */
+#define STAX_SHAPE_UNDO_KEEP 1024
+
+static stax_status_t stax_shape_undo_reserve(stax_shape_ctx_t* ctx) {
+  if (ctx->undo_count < ctx->undo_capacity) return STAX_OK;
+  /* undo_capacity already fits SIZE_MAX / sizeof(entry), so doubling it cannot wrap */
+  size_t capacity = ctx->undo_capacity ? ctx->undo_capacity * 2 : 32;
+  if (capacity > SIZE_MAX / sizeof(stax_shape_undo_t)) {
+    return stax_status_make(STAX_OUT_OF_MEMORY, "shape context undo log is too large");
+  }
+  void* memory = ctx->undo;
+  STAX_RETURN_IF_ERROR(
+      stax_allocator_realloc(ctx->allocator, ctx->undo_capacity * sizeof(stax_shape_undo_t),
+                             capacity * sizeof(stax_shape_undo_t), &memory),
+      "while recording a change to the shape context");
+  ctx->undo = memory;
+  ctx->undo_capacity = capacity;
+  return STAX_OK;
+}
+
+/* Appends `entry` when a checkpoint is outstanding; the caller writes only after success. */
+static stax_status_t stax_shape_undo_push(stax_shape_ctx_t* ctx,
+                                          const stax_shape_undo_t* entry) {
+  if (ctx->checkpoint_depth == 0) return STAX_OK;
+  STAX_RETURN_IF_ERROR(stax_shape_undo_reserve(ctx));
+  ctx->undo[ctx->undo_count++] = *entry;
+  return STAX_OK;
+}
+
+stax_status_t stax_shape_set_parent(stax_shape_ctx_t* ctx, stax_dim_t* node,
+                                    stax_dim_t* parent) {
+  if (node->class_parent == parent) return STAX_OK;
+  stax_shape_undo_t entry = {
+      .kind = STAX_SHAPE_UNDO_PARENT, .node = node, .old_parent = node->class_parent};
+  STAX_RETURN_IF_ERROR(stax_shape_undo_push(ctx, &entry));
+  node->class_parent = parent;
+  return STAX_OK;
+}
+
+bool stax_shape_try_set_parent(stax_shape_ctx_t* ctx, stax_dim_t* node, stax_dim_t* parent) {
+  stax_status_t status = stax_shape_set_parent(ctx, node, parent);
+  if (status == STAX_OK) return true;
+  stax_status_free(status); /* an optional change: the caller simply skips it */
+  return false;
+}
+
+stax_status_t stax_shape_set_range(stax_shape_ctx_t* ctx, stax_symbol_id_t id, int64_t min,
+                                   int64_t max) {
+  stax_symbol_info_t* info = &ctx->symbols[id];
+  if (info->min == min && info->max == max) return STAX_OK;
+  stax_shape_undo_t entry = {.kind = STAX_SHAPE_UNDO_RANGE,
+                             .symbol = id,
+                             .old_min = info->min,
+                             .old_max = info->max};
+  STAX_RETURN_IF_ERROR(stax_shape_undo_push(ctx, &entry));
+  info->min = min;
+  info->max = max;
+  return STAX_OK;
+}
+
+stax_status_t stax_shape_set_origin(stax_shape_ctx_t* ctx, stax_dim_t* node,
+                                    const char* origin) {
+  stax_shape_undo_t entry = {
+      .kind = STAX_SHAPE_UNDO_ORIGIN, .node = node, .old_origin = node->origin};
+  STAX_RETURN_IF_ERROR(stax_shape_undo_push(ctx, &entry));
+  node->origin = origin;
+  return STAX_OK;
+}
+
+void stax_shape_undo_to(stax_shape_ctx_t* ctx, size_t length) {
+  while (ctx->undo_count > length) {
+    const stax_shape_undo_t* entry = &ctx->undo[--ctx->undo_count];
+    switch (entry->kind) {
+      case STAX_SHAPE_UNDO_PARENT:
+        entry->node->class_parent = entry->old_parent;
+        break;
+      case STAX_SHAPE_UNDO_RANGE:
+        /* A symbol created after the entry's checkpoint may already be gone; its slot is still
+         * inside the array (capacity never shrinks), and rollback drops it anyway. */
+        ctx->symbols[entry->symbol].min = entry->old_min;
+        ctx->symbols[entry->symbol].max = entry->old_max;
+        break;
+      case STAX_SHAPE_UNDO_ORIGIN:
+        entry->node->origin = entry->old_origin;
+        break;
+    }
+  }
+}
+
+stax_shape_checkpoint_t stax_shape_ctx_checkpoint(stax_shape_ctx_t* ctx) {
+  stax_shape_checkpoint_t checkpoint = {0, 0, 0, 0};
+  if (!ctx || ctx->checkpoint_depth == INT32_MAX) return checkpoint;
+  checkpoint.depth = ++ctx->checkpoint_depth;
+  checkpoint.symbol_count = ctx->symbol_count;
+  checkpoint.fresh_counter = ctx->fresh_counter;
+  checkpoint.undo_length = ctx->undo_count;
+  return checkpoint;
+}
+
+/* A checkpoint that was already ended (or ended by ending an outer one) no longer describes
+ * the context; ending it again must not touch anything. Detects every misuse except reusing a
+ * checkpoint after a newer one took its depth, which the nesting rule forbids. */
+static bool stax_shape_checkpoint_live(const stax_shape_ctx_t* ctx,
+                                       const stax_shape_checkpoint_t* checkpoint) {
+  return checkpoint->depth >= 1 && checkpoint->depth <= ctx->checkpoint_depth &&
+         checkpoint->undo_length <= ctx->undo_count &&
+         checkpoint->symbol_count <= ctx->symbol_count;
+}
+
+static void stax_shape_checkpoint_end(stax_shape_ctx_t* ctx, int32_t depth) {
+  ctx->checkpoint_depth = depth - 1;
+  if (ctx->checkpoint_depth > 0) return;
+  /* Nothing can be rolled back any more: forget the log. */
+  ctx->undo_count = 0;
+  if (ctx->undo_capacity > STAX_SHAPE_UNDO_KEEP) {
+    stax_allocator_free(ctx->allocator, ctx->undo,
+                        ctx->undo_capacity * sizeof(stax_shape_undo_t));
+    ctx->undo = NULL;
+    ctx->undo_capacity = 0;
+  }
+}
+
+void stax_shape_ctx_rollback(stax_shape_ctx_t* ctx, stax_shape_checkpoint_t checkpoint) {
+  if (!ctx || !stax_shape_checkpoint_live(ctx, &checkpoint)) return;
+  /* Links and ranges first: entries may name symbols that are about to be dropped. */
+  stax_shape_undo_to(ctx, checkpoint.undo_length);
+  while (ctx->symbol_count > checkpoint.symbol_count) {
+    stax_symbol_id_t id = --ctx->symbol_count;
+    (void)stax_hash_map_remove_string(ctx->symbol_names, ctx->symbols[id].name);
+    /* The symbol's node stays interned; a later symbol with this id reuses it, which is
+     * correct because the node carries nothing but the id (its links were just undone). */
+    memset(&ctx->symbols[id], 0, sizeof(ctx->symbols[id]));
+  }
+  ctx->fresh_counter = checkpoint.fresh_counter;
+  stax_shape_checkpoint_end(ctx, checkpoint.depth);
+}
+
+void stax_shape_ctx_commit(stax_shape_ctx_t* ctx, stax_shape_checkpoint_t checkpoint) {
+  if (!ctx || !stax_shape_checkpoint_live(ctx, &checkpoint)) return;
+  stax_shape_checkpoint_end(ctx, checkpoint.depth);
 }
 
 /* ---- interning --------------------------------------------------------------------------- */
@@ -290,15 +439,8 @@ stax_status_t stax_symbol_get(stax_shape_ctx_t* ctx, const char* name, int64_t m
   if (!stax_hash_map_get_string(ctx->symbol_names, name, &id)) {
     return stax_symbol_add(ctx, name, min, max, NULL, out_dim);
   }
-  stax_symbol_info_t* info = &ctx->symbols[id];
-  if (!stax_symbol_narrow(ctx, (stax_symbol_id_t)id, min, max)) {
-    char old_range[64], new_range[64];
-    return stax_status_make(STAX_INVALID_ARGUMENT,
-                            "symbol '%s' has range %s, which does not intersect %s", name,
-                            stax_format_range(info->min, info->max, old_range, sizeof(old_range)),
-                            stax_format_range(min, max, new_range, sizeof(new_range)));
-  }
-  *out_dim = info->dim;
+  STAX_RETURN_IF_ERROR(stax_symbol_narrow(ctx, (stax_symbol_id_t)id, min, max));
+  *out_dim = ctx->symbols[id].dim;
   return STAX_OK;
 }
 
@@ -354,31 +496,46 @@ const stax_dim_t* stax_symbol_dim(stax_shape_ctx_t* ctx, stax_symbol_id_t id) {
   return ctx->symbols[id].dim;
 }
 
-static bool stax_symbol_narrow_one(stax_symbol_info_t* info, int64_t min, int64_t max) {
+stax_status_t stax_symbol_narrow(stax_shape_ctx_t* ctx, stax_symbol_id_t id, int64_t min,
+                                 int64_t max) {
+  stax_symbol_info_t* info = &ctx->symbols[id];
   int64_t new_min = info->min > min ? info->min : min;
   int64_t new_max = info->max < max ? info->max : max;
-  if (new_min > new_max) return false;
-  info->min = new_min;
-  info->max = new_max;
-  return true;
-}
-
-bool stax_symbol_narrow(stax_shape_ctx_t* ctx, stax_symbol_id_t id, int64_t min, int64_t max) {
-  stax_symbol_info_t* info = &ctx->symbols[id];
+  bool empty = new_min > new_max;
   /* All members of a class are equal, so the class's symbol representative (the one guards
    * bind and range-check) must obey every member's range; a constant representative must lie
    * inside it. */
   const stax_dim_t* root = stax_dim_class_root(info->dim);
-  stax_symbol_info_t* root_info = NULL;
+  stax_symbol_id_t root_id = -1;
+  int64_t root_min = 0, root_max = 0;
   if (root->kind == STAX_DIM_KIND_SYMBOL && root != info->dim) {
-    root_info = &ctx->symbols[root->value];
-    if (root_info->min > max || root_info->max < min) return false;
-  } else if (root->kind == STAX_DIM_KIND_CONST && (root->value < min || root->value > max)) {
-    return false;
+    root_id = (stax_symbol_id_t)root->value;
+    const stax_symbol_info_t* root_info = &ctx->symbols[root_id];
+    root_min = root_info->min > min ? root_info->min : min;
+    root_max = root_info->max < max ? root_info->max : max;
+    empty |= root_min > root_max;
+  } else if (root->kind == STAX_DIM_KIND_CONST) {
+    empty |= root->value < min || root->value > max;
   }
-  if (!stax_symbol_narrow_one(info, min, max)) return false;
-  if (root_info) (void)stax_symbol_narrow_one(root_info, min, max);
-  return true;
+  if (empty) {
+    char old_range[64], new_range[64];
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "symbol '%s' has range %s, which does not intersect %s", info->name,
+                            stax_format_range(info->min, info->max, old_range, sizeof(old_range)),
+                            stax_format_range(min, max, new_range, sizeof(new_range)));
+  }
+  /* Two logged writes: undo the first if the second cannot be recorded. */
+  size_t mark = stax_shape_undo_mark(ctx);
+  STAX_RETURN_IF_ERROR(stax_shape_set_range(ctx, id, new_min, new_max),
+                       "while narrowing symbol '%s'", info->name);
+  if (root_id >= 0) {
+    stax_status_t status = stax_shape_set_range(ctx, root_id, root_min, root_max);
+    if (status != STAX_OK) {
+      stax_shape_undo_to(ctx, mark);
+      return stax_status_annotate(status, "while narrowing symbol '%s'", info->name);
+    }
+  }
+  return STAX_OK;
 }
 
 /* ---- queries ----------------------------------------------------------------------------- */

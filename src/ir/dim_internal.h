@@ -67,6 +67,25 @@ typedef struct stax_symbol_info_t {
   const stax_dim_t* dim;
 } stax_symbol_info_t;
 
+/* One undone change: the undo log records the old value before each change to union-find
+ * links, symbol ranges and dim origins while a checkpoint is outstanding, so rolling back can
+ * restore them newest first. Symbol creation needs no entries: a checkpoint remembers the symbol
+ * count, and symbols are only ever appended. */
+typedef enum stax_shape_undo_kind_e {
+  STAX_SHAPE_UNDO_PARENT, /* node->class_parent was old_parent */
+  STAX_SHAPE_UNDO_RANGE,  /* symbols[symbol] had range [old_min, old_max] */
+  STAX_SHAPE_UNDO_ORIGIN, /* node->origin was old_origin */
+} stax_shape_undo_kind_t;
+
+typedef struct stax_shape_undo_t {
+  stax_shape_undo_kind_t kind;
+  stax_symbol_id_t symbol;  /* RANGE */
+  stax_dim_t* node;         /* PARENT, ORIGIN */
+  stax_dim_t* old_parent;   /* PARENT */
+  const char* old_origin;   /* ORIGIN */
+  int64_t old_min, old_max; /* RANGE */
+} stax_shape_undo_t;
+
 /* Constants in this range are cached in the context: no hashing on the common path. */
 #define STAX_DIM_SMALL_CONST_MIN (-16)
 #define STAX_DIM_SMALL_CONST_MAX 255
@@ -81,6 +100,12 @@ struct stax_shape_ctx_s {
   int32_t symbol_capacity;
   uint64_t fresh_counter;
   stax_status_t error; /* the first construction error not yet taken */
+  /* Outstanding checkpoints; changes are logged only while it is positive, and the log empties
+   * when the outermost one commits, so a long-lived context does not accumulate entries. */
+  int32_t checkpoint_depth;
+  stax_shape_undo_t* undo;
+  size_t undo_count;
+  size_t undo_capacity;
   const stax_dim_t* small_constants[STAX_DIM_SMALL_CONST_MAX - STAX_DIM_SMALL_CONST_MIN + 1];
 };
 
@@ -100,9 +125,29 @@ int stax_dim_compare(const stax_dim_t* a, const stax_dim_t* b);
 /* The order of terms in a SUM: higher degree first, then stax_dim_compare. */
 int stax_dim_monomial_order(const stax_dim_t* a, const stax_dim_t* b);
 bool stax_dim_is_atom(const stax_dim_t* d);
-/* Narrows a symbol's range (and the range of the symbol representing its class); false with no
- * change when the intersection is empty. */
-bool stax_symbol_narrow(stax_shape_ctx_t* ctx, stax_symbol_id_t id, int64_t min, int64_t max);
+/* Narrows a symbol's range (and the range of the symbol representing its class). Fails with no
+ * change when the intersection is empty (INVALID_ARGUMENT naming both ranges) or when the undo
+ * log cannot grow (OUT_OF_MEMORY). */
+STAX_MUST_USE stax_status_t stax_symbol_narrow(stax_shape_ctx_t* ctx, stax_symbol_id_t id,
+                                               int64_t min, int64_t max);
+
+/* Logged writes: each records the old value first when a checkpoint is outstanding, and fails
+ * with no change when the log cannot grow. Every change to class links, symbol ranges and dim
+ * origins goes through them so that rolling back is complete. */
+STAX_MUST_USE stax_status_t stax_shape_set_parent(stax_shape_ctx_t* ctx, stax_dim_t* node,
+                                                  stax_dim_t* parent);
+STAX_MUST_USE stax_status_t stax_shape_set_range(stax_shape_ctx_t* ctx, stax_symbol_id_t id,
+                                                 int64_t min, int64_t max);
+STAX_MUST_USE stax_status_t stax_shape_set_origin(stax_shape_ctx_t* ctx, stax_dim_t* node,
+                                                  const char* origin);
+/* Like stax_shape_set_parent for optional changes (path compression): returns false, changing
+ * nothing and discarding the error, when the change cannot be logged. */
+bool stax_shape_try_set_parent(stax_shape_ctx_t* ctx, stax_dim_t* node, stax_dim_t* parent);
+/* The current log length, and undoing every entry past `length` (newest first). An operation
+ * that makes several logged writes takes the mark first and undoes to it when a later write
+ * fails, so it either completes or changes nothing. */
+static inline size_t stax_shape_undo_mark(const stax_shape_ctx_t* ctx) { return ctx->undo_count; }
+void stax_shape_undo_to(stax_shape_ctx_t* ctx, size_t length);
 /* "[1, 64]" or "[1, inf)"; buf of at least 48 bytes. */
 const char* stax_format_range(int64_t min, int64_t max, char* buf, size_t size);
 

@@ -23,12 +23,15 @@ const stax_dim_t* stax_dim_class_root(const stax_dim_t* d) {
 
 /* Nodes live in the context's arena as mutable memory; only the public API hands out const
  * pointers, so writing the union-find links through a cast is well defined. */
-static stax_dim_t* stax_dim_find(const stax_dim_t* d) {
+static stax_dim_t* stax_dim_find(stax_shape_ctx_t* ctx, const stax_dim_t* d) {
   stax_dim_t* root = (stax_dim_t*)stax_dim_class_root(d);
   stax_dim_t* node = (stax_dim_t*)d;
   while (node != root) { /* path compression */
     stax_dim_t* next = node->class_parent;
-    node->class_parent = root;
+    /* Compression must be logged like any link (a rollback that unlinks the old root would
+     * otherwise leave compressed members in the wrong class); it is only an optimization, so
+     * when the log cannot grow it stops and the chain stays correct, just longer. */
+    if (!stax_shape_try_set_parent(ctx, node, root)) break;
     node = next;
   }
   return root;
@@ -57,7 +60,7 @@ static int stax_dim_simplicity_compare(const stax_dim_t* a, const stax_dim_t* b)
 static const stax_dim_t* stax_dim_substitute(stax_shape_ctx_t* ctx, const stax_dim_t* d);
 
 static const stax_dim_t* stax_symbol_substitute(stax_shape_ctx_t* ctx, const stax_dim_t* d) {
-  const stax_dim_t* root = stax_dim_find(d);
+  const stax_dim_t* root = stax_dim_find(ctx, d);
   if (root->kind == STAX_DIM_KIND_CONST) return root;
   if (root->kind != STAX_DIM_KIND_SYMBOL) root = d; /* never happens: symbols outrank */
   const stax_symbol_info_t* info = &ctx->symbols[root->value];
@@ -136,13 +139,13 @@ static const stax_dim_t* stax_dim_substitute(stax_shape_ctx_t* ctx, const stax_d
 
 const stax_dim_t* stax_dim_resolve(stax_shape_ctx_t* ctx, const stax_dim_t* d) {
   if (!ctx || !d) return NULL;
-  const stax_dim_t* current = stax_dim_find(d);
+  const stax_dim_t* current = stax_dim_find(ctx, d);
   /* Substituting can land in another class whose root needs substituting again; each round
    * only simplifies, and a handful of rounds reaches the fixed point in practice. */
   for (int round = 0; round < 8; round++) {
     const stax_dim_t* substituted = stax_dim_substitute(ctx, current);
     if (!substituted) return NULL;
-    const stax_dim_t* next = stax_dim_find(substituted);
+    const stax_dim_t* next = stax_dim_find(ctx, substituted);
     if (next == current) break;
     current = next;
   }
@@ -205,24 +208,28 @@ static stax_status_t stax_contradiction(const stax_shape_ctx_t* ctx,
                           reason[0] ? ": " : "", reason);
 }
 
-/* Joins two classes under the simpler root; two symbol roots share the tighter range. */
-static void stax_dim_link(stax_shape_ctx_t* ctx, const stax_dim_t* x, const stax_dim_t* y) {
-  stax_dim_t* rx = stax_dim_find(x);
-  stax_dim_t* ry = stax_dim_find(y);
-  if (rx == ry) return;
+/* Joins two classes under the simpler root; two symbol roots share the tighter range. Fails
+ * only when a checkpoint is outstanding and the undo log cannot grow; the caller then undoes to
+ * its mark, since the range may already have changed. */
+static stax_status_t stax_dim_link(stax_shape_ctx_t* ctx, const stax_dim_t* x,
+                                   const stax_dim_t* y) {
+  stax_dim_t* rx = stax_dim_find(ctx, x);
+  stax_dim_t* ry = stax_dim_find(ctx, y);
+  if (rx == ry) return STAX_OK;
   if (stax_dim_simplicity_compare(ry, rx) < 0) {
     stax_dim_t* t = rx;
     rx = ry;
     ry = t;
   }
   if (rx->kind == STAX_DIM_KIND_SYMBOL && ry->kind == STAX_DIM_KIND_SYMBOL) {
-    stax_symbol_info_t* winner = &ctx->symbols[rx->value];
+    const stax_symbol_info_t* winner = &ctx->symbols[rx->value];
     const stax_symbol_info_t* loser = &ctx->symbols[ry->value];
     /* callers checked (through the difference's bounds) that the ranges overlap */
-    if (loser->min > winner->min) winner->min = loser->min;
-    if (loser->max < winner->max) winner->max = loser->max;
+    int64_t min = loser->min > winner->min ? loser->min : winner->min;
+    int64_t max = loser->max < winner->max ? loser->max : winner->max;
+    STAX_RETURN_IF_ERROR(stax_shape_set_range(ctx, (stax_symbol_id_t)rx->value, min, max));
   }
-  ry->class_parent = rx;
+  return stax_shape_set_parent(ctx, ry, rx);
 }
 
 /* diff = c*S + k for one symbol S: returns true and fills the parts. */
@@ -270,9 +277,8 @@ static stax_status_t stax_unify_resolved(stax_shape_ctx_t* ctx, stax_unify_side_
     }
     const stax_dim_t* pinned = stax_dim_const(ctx, value);
     if (!pinned) return stax_shape_ctx_take_error(ctx);
-    info->min = info->max = value;
-    stax_dim_link(ctx, symbol, pinned);
-    return STAX_OK;
+    STAX_RETURN_IF_ERROR(stax_shape_set_range(ctx, (stax_symbol_id_t)symbol->value, value, value));
+    return stax_dim_link(ctx, symbol, pinned);
   }
   int64_t low = 0, high = 0;
   stax_dim_bounds(ctx, diff, &low, &high);
@@ -290,8 +296,28 @@ static stax_status_t stax_record_origin(stax_shape_ctx_t* ctx, const stax_dim_t*
   const char* copy = NULL;
   STAX_RETURN_IF_ERROR(stax_arena_strdup(&ctx->arena, origin, &copy),
                        "while recording a dim's origin");
-  ((stax_dim_t*)d)->origin = copy;
-  return STAX_OK;
+  return stax_shape_set_origin(ctx, (stax_dim_t*)d, copy);
+}
+
+static stax_status_t stax_dim_unify_marked(stax_shape_ctx_t* ctx, const stax_dim_t* a,
+                                           const char* origin_a, const stax_dim_t* b,
+                                           const char* origin_b) {
+  STAX_RETURN_IF_ERROR(stax_record_origin(ctx, a, origin_a));
+  STAX_RETURN_IF_ERROR(stax_record_origin(ctx, b, origin_b));
+  stax_unify_side_t side_a = {a, origin_a ? origin_a : a->origin, NULL};
+  stax_unify_side_t side_b = {b, origin_b ? origin_b : b->origin, NULL};
+  if (stax_dim_find(ctx, a) == stax_dim_find(ctx, b)) return STAX_OK;
+  side_a.resolved = stax_dim_resolve(ctx, a);
+  side_b.resolved = side_a.resolved ? stax_dim_resolve(ctx, b) : NULL;
+  if (!side_b.resolved) return stax_shape_ctx_take_error(ctx);
+  if (side_a.resolved != side_b.resolved) {
+    STAX_RETURN_IF_ERROR(stax_unify_resolved(ctx, &side_a, &side_b));
+  }
+  /* The resolved forms are equal to the originals, so they join the class too: later finds
+   * then skip the substitution work. */
+  STAX_RETURN_IF_ERROR(stax_dim_link(ctx, a, side_a.resolved));
+  STAX_RETURN_IF_ERROR(stax_dim_link(ctx, b, side_b.resolved));
+  return stax_dim_link(ctx, a, b);
 }
 
 stax_status_t stax_dim_unify(stax_shape_ctx_t* ctx, const stax_dim_t* a, const char* origin_a,
@@ -303,21 +329,14 @@ stax_status_t stax_dim_unify(stax_shape_ctx_t* ctx, const stax_dim_t* a, const c
     return stax_status_make(STAX_INVALID_ARGUMENT, "cannot unify a NULL dim (from %s)",
                             !a ? (origin_a ? origin_a : "?") : (origin_b ? origin_b : "?"));
   }
-  STAX_RETURN_IF_ERROR(stax_record_origin(ctx, a, origin_a));
-  STAX_RETURN_IF_ERROR(stax_record_origin(ctx, b, origin_b));
-  stax_unify_side_t side_a = {a, origin_a ? origin_a : a->origin, NULL};
-  stax_unify_side_t side_b = {b, origin_b ? origin_b : b->origin, NULL};
-  if (stax_dim_find(a) == stax_dim_find(b)) return STAX_OK;
-  side_a.resolved = stax_dim_resolve(ctx, a);
-  side_b.resolved = side_a.resolved ? stax_dim_resolve(ctx, b) : NULL;
-  if (!side_b.resolved) return stax_shape_ctx_take_error(ctx);
-  if (side_a.resolved != side_b.resolved) {
-    STAX_RETURN_IF_ERROR(stax_unify_resolved(ctx, &side_a, &side_b));
+  /* A contradiction is found before anything but the origins changes, and keeps them, as
+   * messages about later equations want them. Any other failure (memory, overflow) may strike
+   * after pinning or linking; under a checkpoint every such change was logged, so undo them
+   * all: the equation then either holds completely or left the classes as they were. */
+  size_t mark = stax_shape_undo_mark(ctx);
+  stax_status_t status = stax_dim_unify_marked(ctx, a, origin_a, b, origin_b);
+  if (status != STAX_OK && stax_status_code(status) != STAX_SHAPE_MISMATCH) {
+    stax_shape_undo_to(ctx, mark);
   }
-  /* The resolved forms are equal to the originals, so they join the class too: later finds
-   * then skip the substitution work. */
-  stax_dim_link(ctx, a, side_a.resolved);
-  stax_dim_link(ctx, b, side_b.resolved);
-  stax_dim_link(ctx, a, b);
-  return STAX_OK;
+  return status;
 }

@@ -506,6 +506,8 @@ stax_status_t stax_graph_add_node(stax_graph_t* graph, const stax_node_desc_t* d
   int32_t names_registered = 0;
   bool outputs_initialized = false;
   bool node_appended = false;
+  bool shape_checkpointed = false;
+  stax_shape_checkpoint_t shape_checkpoint = {0, 0, 0, 0};
   stax_status_t status = STAX_OK;
   void* nodes = graph->nodes;
   status = stax_graph_reserve(graph, &nodes, &graph->node_capacity, graph->node_count + 1,
@@ -563,7 +565,13 @@ stax_status_t stax_graph_add_node(stax_graph_t* graph, const stax_node_desc_t* d
   graph->value_count += desc->output_count;
   node_appended = true;
   if (node_name == auto_name) graph->next_auto_name++;
+  /* A shape function can unify, pin and narrow symbols or create fresh ones before it finds a
+   * contradiction; the checkpoint lets a rejected node leave the shared context as it was, so
+   * no symbol stays pinned by a node the graph never got. */
+  shape_checkpoint = stax_shape_ctx_checkpoint(graph->shape);
+  shape_checkpointed = true;
   STAX_GOTO_IF_ERROR(status, stax_shape_infer_node(graph, node_id), rollback);
+  stax_shape_ctx_commit(graph->shape, shape_checkpoint);
 
   /* Committed: the node now holds references to its attribute tensors and owns its
    * subgraphs. */
@@ -574,6 +582,7 @@ stax_status_t stax_graph_add_node(stax_graph_t* graph, const stax_node_desc_t* d
   return STAX_OK;
 
 rollback:
+  if (shape_checkpointed) stax_shape_ctx_rollback(graph->shape, shape_checkpoint);
   for (int32_t i = 0; i < names_registered; i++) {
     stax_hash_map_remove_string(graph->names, graph->values[first_output + i].name);
   }

@@ -14,7 +14,11 @@
  *   - anything -> float rounds to nearest even (Inf on overflow); float16/bfloat16 targets
  *     are rounded once, directly from the exact source value.
  *   - anything -> bool is x != 0 (NaN is true); bool -> number is 0 or 1 (any non-zero byte
- *     reads as true). */
+ *     reads as true).
+ *
+ * The common float pairs (float32 <-> float64, float16/bfloat16 <-> float32) skip the wide
+ * batch and run as direct typed loops; they give bit-identical results to the general path
+ * (see stax_convert_float_fast), and same-dtype conversion is a plain byte copy. */
 #include <math.h>
 #include <string.h>
 
@@ -199,11 +203,13 @@ static const struct {
 #undef STAX_DTYPE
 };
 
-/* Same dtype: a byte copy (bool keeps its bytes as they are, like a memcpy would). */
+/* Same dtype: a byte copy (bool keeps its bytes as they are, like a memcpy would). Contiguous
+ * data is one memmove rather than memcpy because converting in place (src == dst) is allowed;
+ * for distinct buffers it is as fast, and in place there is nothing to do at all. */
 static void stax_copy_strided(size_t size, const char* src, int64_t src_stride, char* dst,
                               int64_t dst_stride, int64_t count) {
   if (src_stride == (int64_t)size && dst_stride == (int64_t)size) {
-    memmove(dst, src, (size_t)count * size);
+    if (src != dst) memmove(dst, src, (size_t)count * size);
     return;
   }
   /* A constant size per loop lets each memcpy become a single load and store. */
@@ -231,6 +237,88 @@ static void stax_copy_strided(size_t size, const char* src, int64_t src_stride, 
 #undef STAX_COPY_LOOP
 }
 
+/* ---- direct loops for the common float pairs -------------------------------------------- */
+
+/* The general path widens every float to double and narrows it back. For a NaN that round trip
+ * is not the identity: the hardware conversion quiets a signaling NaN (keeping its payload).
+ * The fast loops reproduce exactly that, so a NaN comes out with the same bits either way;
+ * volatile keeps the compiler from folding the round trip away (it assumes no signaling NaNs). */
+static float stax_quiet_as_widened(float v) {
+  volatile double wide = v;
+  return (float)wide;
+}
+
+/* float -> float16 / bfloat16 through double is the same as directly from float for every
+ * number (widening is exact, so the round-to-odd step in stax_f64_to_f16 changes nothing);
+ * only a NaN takes the general path's route, for its quieting. */
+static uint16_t stax_f32_to_f16_as_general(float v) {
+  return v == v ? stax_f32_to_f16(v) : stax_f64_to_f16((double)v);
+}
+static uint16_t stax_f32_to_bf16_as_general(float v) {
+  return v == v ? stax_f32_to_bf16(v) : stax_f64_to_bf16((double)v);
+}
+static float stax_f16_to_f32_as_general(uint16_t v) {
+  float f = stax_f16_to_f32(v);
+  return f == f ? f : stax_quiet_as_widened(f);
+}
+static float stax_bf16_to_f32_as_general(uint16_t v) {
+  float f = stax_bf16_to_f32(v);
+  return f == f ? f : stax_quiet_as_widened(f);
+}
+
+/* One element at a time, forward, like the batches of the general path when dst narrows in
+ * place over src. The contiguous loop indexes with constant strides so the compiler can
+ * vectorize it; memcpy keeps unaligned and strided accesses well defined. */
+#define STAX_FAST_LOOP(src_type, dst_type, convert)                                 \
+  do {                                                                              \
+    const int64_t src_size = (int64_t)sizeof(src_type);                             \
+    const int64_t dst_size = (int64_t)sizeof(dst_type);                             \
+    if (src_stride == src_size && dst_stride == dst_size) {                         \
+      for (int64_t n = 0; n < count; n++) {                                         \
+        src_type v;                                                                 \
+        memcpy(&v, from + n * src_size, sizeof(v));                                 \
+        dst_type r = convert(v);                                                    \
+        memcpy(to + n * dst_size, &r, sizeof(r));                                   \
+      }                                                                             \
+    } else {                                                                        \
+      for (int64_t n = 0; n < count; n++, from += src_stride, to += dst_stride) {   \
+        src_type v;                                                                 \
+        memcpy(&v, from, sizeof(v));                                                \
+        dst_type r = convert(v);                                                    \
+        memcpy(to, &r, sizeof(r));                                                  \
+      }                                                                             \
+    }                                                                               \
+    return true;                                                                    \
+  } while (0)
+
+#define STAX_WIDEN_F32(v) ((double)(v))
+#define STAX_NARROW_F64(v) ((float)(v))
+
+/* Returns false when the pair has no direct loop. */
+static bool stax_convert_float_fast(stax_dtype_t src_dtype, const char* from, int64_t src_stride,
+                                    stax_dtype_t dst_dtype, char* to, int64_t dst_stride,
+                                    int64_t count) {
+  if (src_dtype == STAX_DTYPE_FLOAT32) {
+    switch (dst_dtype) {
+      case STAX_DTYPE_FLOAT64: STAX_FAST_LOOP(float, double, STAX_WIDEN_F32);
+      case STAX_DTYPE_FLOAT16: STAX_FAST_LOOP(float, uint16_t, stax_f32_to_f16_as_general);
+      case STAX_DTYPE_BFLOAT16: STAX_FAST_LOOP(float, uint16_t, stax_f32_to_bf16_as_general);
+      default: return false;
+    }
+  }
+  if (dst_dtype != STAX_DTYPE_FLOAT32) return false;
+  switch (src_dtype) {
+    case STAX_DTYPE_FLOAT64: STAX_FAST_LOOP(double, float, STAX_NARROW_F64);
+    case STAX_DTYPE_FLOAT16: STAX_FAST_LOOP(uint16_t, float, stax_f16_to_f32_as_general);
+    case STAX_DTYPE_BFLOAT16: STAX_FAST_LOOP(uint16_t, float, stax_bf16_to_f32_as_general);
+    default: return false;
+  }
+}
+
+#undef STAX_FAST_LOOP
+#undef STAX_WIDEN_F32
+#undef STAX_NARROW_F64
+
 void stax_convert_strided(stax_dtype_t src_dtype, const void* src, int64_t src_stride_bytes,
                           stax_dtype_t dst_dtype, void* dst, int64_t dst_stride_bytes,
                           int64_t count) {
@@ -240,6 +328,10 @@ void stax_convert_strided(stax_dtype_t src_dtype, const void* src, int64_t src_s
   if (src_dtype == dst_dtype) {
     stax_copy_strided(stax_dtype_size(src_dtype), from, src_stride_bytes, to, dst_stride_bytes,
                       count);
+    return;
+  }
+  if (stax_convert_float_fast(src_dtype, from, src_stride_bytes, dst_dtype, to, dst_stride_bytes,
+                              count)) {
     return;
   }
   stax_load_fn load = stax_converters_[src_dtype].load;

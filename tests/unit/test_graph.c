@@ -562,6 +562,71 @@ static void test_rollback(void) {
   stax_tensor_release(shape);
 }
 
+/* A node rejected after its shape function already unified dims must not leave the equality in
+ * the shared shape context: Concat along axis 1 matches dim 0 of each input with input 0's, so
+ * [S, 2] with [4, 3] pins S = 4 before [5, 1] contradicts it. */
+static void test_rollback_shape_context(void) {
+  stax_graph_t* graph = NULL;
+  CHECK_OK(stax_graph_create(system_allocator(), &graph));
+  stax_shape_ctx_t* ctx = stax_graph_shape_ctx(graph);
+  const stax_dim_t* s = symbol(graph, "S");
+  const stax_dim_t* x_dims[2] = {s, constant(graph, 2)};
+  const stax_dim_t* y_dims[2] = {constant(graph, 4), constant(graph, 3)};
+  const stax_dim_t* z_dims[2] = {constant(graph, 5), constant(graph, 1)};
+  const stax_dim_t* w_dims[2] = {constant(graph, 7), constant(graph, 1)};
+  const stax_dim_t* v_dims[1] = {constant(graph, 4)};
+  const stax_dim_t* u_dims[1] = {s};
+  stax_value_id_t x = STAX_VALUE_NONE, y = STAX_VALUE_NONE, z = STAX_VALUE_NONE;
+  stax_value_id_t w = STAX_VALUE_NONE, v = STAX_VALUE_NONE, u = STAX_VALUE_NONE;
+  CHECK_OK(stax_graph_add_input(graph, "x", STAX_DTYPE_FLOAT32, 2, x_dims, &x));
+  CHECK_OK(stax_graph_add_input(graph, "y", STAX_DTYPE_FLOAT32, 2, y_dims, &y));
+  CHECK_OK(stax_graph_add_input(graph, "z", STAX_DTYPE_FLOAT32, 2, z_dims, &z));
+  CHECK_OK(stax_graph_add_input(graph, "w", STAX_DTYPE_FLOAT32, 2, w_dims, &w));
+  CHECK_OK(stax_graph_add_input(graph, "v", STAX_DTYPE_FLOAT32, 1, v_dims, &v));
+  CHECK_OK(stax_graph_add_input(graph, "u", STAX_DTYPE_FLOAT32, 1, u_dims, &u));
+
+  const int32_t nodes_before = stax_graph_node_count(graph);
+  const int32_t values_before = stax_graph_value_count(graph);
+  const int32_t symbols_before = stax_shape_ctx_symbol_count(ctx);
+
+  stax_attr_t axis = stax_attr_int("axis", 1);
+  stax_value_id_t out = STAX_VALUE_NONE;
+  /* The message names 4 as input 0's dim 0: S had been unified with y's 4 when z failed. */
+  CHECK_ERROR(add_simple(graph, STAX_OP_Concat, "cat", 3, (stax_value_id_t[]){x, y, z}, 1, &axis,
+                         &out),
+              STAX_SHAPE_MISMATCH, "input 2 'z' dim 0 is 5 but input 0 'x' dim 0 is 4");
+  CHECK_EQ_INT(out, STAX_VALUE_NONE);
+  CHECK_EQ_INT(stax_graph_node_count(graph), nodes_before);
+  CHECK_EQ_INT(stax_graph_value_count(graph), values_before);
+  CHECK_EQ_INT(stax_shape_ctx_symbol_count(ctx), symbols_before);
+  CHECK(stax_dim_resolve(ctx, s) == s);
+  CHECK(!stax_dim_known_equal(ctx, s, constant(graph, 4)));
+  stax_symbol_id_t id = -1;
+  CHECK(stax_dim_as_symbol(s, &id));
+  int64_t min = 0, max = 0;
+  stax_symbol_range(ctx, id, &min, &max);
+  CHECK_EQ_INT(min, 1);
+  CHECK_EQ_INT(max, STAX_DIM_MAX);
+
+  /* Had S stayed pinned to 4, S = 7 would now be a contradiction. */
+  CHECK_OK(add_simple(graph, STAX_OP_Concat, "cat", 2, (stax_value_id_t[]){x, w}, 1, &axis,
+                      &out));
+  CHECK(stax_dim_resolve(ctx, s) == constant(graph, 7));
+  stax_symbol_range(ctx, id, &min, &max);
+  CHECK_EQ_INT(min, 7);
+  CHECK_EQ_INT(max, 7);
+  CHECK_EQ_INT(stax_value_rank(graph, out), 2);
+  CHECK(stax_dim_resolve(ctx, stax_value_dims(graph, out)[0]) == constant(graph, 7));
+  CHECK(stax_value_dims(graph, out)[1] == constant(graph, 3));
+  /* The committed equality holds for later nodes: [S] + [4] would pin S = 4 on its own, and
+   * now is a contradiction that leaves S = 7. */
+  CHECK_ERROR(add_simple(graph, STAX_OP_Add, "sum", 2, (stax_value_id_t[]){u, v}, 0, NULL, &out),
+              STAX_SHAPE_MISMATCH, "sum");
+  CHECK(stax_dim_resolve(ctx, s) == constant(graph, 7));
+  CHECK_OK(stax_graph_verify(graph));
+  stax_graph_destroy(graph);
+}
+
 static void test_outputs_and_declared_shapes(void) {
   stax_value_id_t x = STAX_VALUE_NONE, y = STAX_VALUE_NONE;
   stax_graph_t* graph = make_graph(&x, &y);
@@ -739,5 +804,6 @@ static void test_infer_helpers(void) {
 STAX_TEST_MAIN(STAX_TEST(test_op_table), STAX_TEST(test_attr_constructors), STAX_TEST(test_inputs),
                STAX_TEST(test_initializers), STAX_TEST(test_captures), STAX_TEST(test_add_nodes),
                STAX_TEST(test_node_errors), STAX_TEST(test_attribute_errors),
-               STAX_TEST(test_rollback), STAX_TEST(test_outputs_and_declared_shapes),
+               STAX_TEST(test_rollback), STAX_TEST(test_rollback_shape_context),
+               STAX_TEST(test_outputs_and_declared_shapes),
                STAX_TEST(test_attr_getters), STAX_TEST(test_infer_helpers))

@@ -8,7 +8,7 @@
 static stax_status_t conv(stax_graph_t* g, stax_op_t op, const char* name, int32_t input_count,
                           const stax_value_id_t* in, int32_t attr_count, const stax_attr_t* attrs,
                           stax_value_id_t* out) {
-  return shape_test_node(g, op, name, input_count, in, 1, attr_count, attrs, out);
+  return shape_test_node(g, op, name, input_count, in, attr_count, attrs, 1, out);
 }
 
 static void test_conv_symbolic(void) {
@@ -24,7 +24,7 @@ static void test_conv_symbolic(void) {
   /* floor((H + 2 - 3)/2) + 1 in canonical form; equal to ceil(H/2) */
   CHECK_VALUE(g, out, F32, "[N, 16, floor((H + 1)/2), floor((W + 1)/2)]");
   stax_shape_ctx_t* ctx = stax_graph_shape_ctx(g);
-  const stax_dim_t* h = shape_test_symbol(g, "H");
+  const stax_dim_t* h = shape_test_dim(g, "H");
   CHECK(stax_dim_known_equal(ctx, stax_value_dims(g, out)[2],
                              stax_dim_ceildiv(ctx, h, stax_dim_const(ctx, 2))));
   /* stride 1 with pads 1 keeps the size */
@@ -58,7 +58,7 @@ static void test_conv_constant(void) {
   CHECK_OK(conv(g, STAX_OP_Conv, "plain", 2, in, 0, NULL, &out));
   CHECK_VALUE(g, out, F32, "[1, 8, 28, 28]");
   /* the symbolic channel count was pinned by the weights */
-  CHECK(stax_dim_known_equal(ctx, shape_test_symbol(g, "C"), stax_dim_const(ctx, 3)));
+  CHECK(stax_dim_known_equal(ctx, shape_test_dim(g, "C"), stax_dim_const(ctx, 3)));
   int64_t dilations[2] = {2, 2};
   stax_attr_t dilated = stax_attr_ints("dilations", 2, dilations);
   CHECK_OK(conv(g, STAX_OP_Conv, "dilated", 2, in, 1, &dilated, &out));
@@ -230,35 +230,35 @@ static void test_pools(void) {
   int64_t kernel2[2] = {2, 2}, strides2[2] = {2, 2}, kernel3[2] = {3, 3}, pads1[4] = {1, 1, 1, 1};
   stax_attr_t halve[2] = {stax_attr_ints("kernel_shape", 2, kernel2),
                           stax_attr_ints("strides", 2, strides2)};
-  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "max", 1, &x, 2, 2, halve, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "max", 1, &x, 2, halve, 2, outs));
   CHECK_VALUE(g, outs[0], F32, "[N, C, floor(H/2), floor(W/2)]");
   CHECK_VALUE(g, outs[1], STAX_DTYPE_INT64, "[N, C, floor(H/2), floor(W/2)]");
   stax_attr_t padded[2] = {stax_attr_ints("kernel_shape", 2, kernel3),
                            stax_attr_ints("pads", 4, pads1)};
-  CHECK_OK(shape_test_node(g, STAX_OP_AveragePool, "avg", 1, &x, 1, 2, padded, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_AveragePool, "avg", 1, &x, 2, padded, 1, outs));
   CHECK_VALUE(g, outs[0], F32, "[N, C, H, W]");
   stax_attr_t floor_mode[2] = {stax_attr_ints("kernel_shape", 2, kernel2),
                                stax_attr_ints("strides", 2, strides2)};
-  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "floor5", 1, &five, 1, 2, floor_mode, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "floor5", 1, &five, 2, floor_mode, 1, outs));
   CHECK_VALUE(g, outs[0], F32, "[1, 1, 2, 2]");
   stax_attr_t ceil_mode[3] = {stax_attr_ints("kernel_shape", 2, kernel2),
                               stax_attr_ints("strides", 2, strides2),
                               stax_attr_int("ceil_mode", 1)};
-  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "ceil5", 1, &five, 1, 3, ceil_mode, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "ceil5", 1, &five, 3, ceil_mode, 1, outs));
   CHECK_VALUE(g, outs[0], F32, "[1, 1, 3, 3]");
   /* ceil_mode drops a last window that would start in the end padding */
   int64_t kernel1[1] = {1}, stride2[1] = {2}, end_pad[2] = {0, 1};
   stax_attr_t drop_last[4] = {stax_attr_ints("kernel_shape", 1, kernel1),
                               stax_attr_ints("strides", 1, stride2),
                               stax_attr_ints("pads", 2, end_pad), stax_attr_int("ceil_mode", 1)};
-  CHECK_OK(shape_test_node(g, STAX_OP_AveragePool, "drop_last", 1, &six, 1, 4, drop_last, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_AveragePool, "drop_last", 1, &six, 4, drop_last, 1, outs));
   CHECK_VALUE(g, outs[0], F32, "[1, 1, 3]");
-  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "bytes", 1, &bytes, 1, 2, halve, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_MaxPool, "bytes", 1, &bytes, 2, halve, 1, outs));
   CHECK_VALUE(g, outs[0], STAX_DTYPE_INT8, "[1, 1, 2, 2]");
   stax_attr_t same[3] = {stax_attr_ints("kernel_shape", 2, kernel3),
                          stax_attr_ints("strides", 2, strides2),
                          stax_attr_string("auto_pad", "SAME_LOWER")};
-  CHECK_OK(shape_test_node(g, STAX_OP_AveragePool, "same", 1, &x, 1, 3, same, outs));
+  CHECK_OK(shape_test_node(g, STAX_OP_AveragePool, "same", 1, &x, 3, same, 1, outs));
   CHECK_VALUE(g, outs[0], F32, "[N, C, floor((H + 1)/2), floor((W + 1)/2)]");
   stax_graph_destroy(g);
 }
@@ -270,31 +270,31 @@ static void test_pool_errors(void) {
   stax_value_id_t tiny = shape_test_input(g, "tiny", F32, "1,1,2,2");
   stax_value_id_t flat = shape_test_input(g, "flat", F32, "N,C");
   int64_t kernel2[2] = {2, 2}, kernel1[1] = {1}, kernel3[2] = {3, 3};
-  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e1", 1, &x, 1, 0, NULL, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e1", 1, &x, 0, NULL, 1, NULL),
               STAX_INVALID_ARGUMENT, "MaxPool node 'e1': attribute 'kernel_shape' is required");
   stax_attr_t short_kernel = stax_attr_ints("kernel_shape", 1, kernel1);
-  CHECK_ERROR(shape_test_node(g, STAX_OP_AveragePool, "e2", 1, &x, 1, 1, &short_kernel, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_AveragePool, "e2", 1, &x, 1, &short_kernel, 1, NULL),
               STAX_INVALID_ARGUMENT, "attribute 'kernel_shape' has 1 values, expected 2");
   stax_attr_t storage[2] = {stax_attr_ints("kernel_shape", 2, kernel2),
                             stax_attr_int("storage_order", 2)};
-  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e3", 1, &x, 1, 2, storage, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e3", 1, &x, 2, storage, 1, NULL),
               STAX_INVALID_ARGUMENT, "'storage_order' must be 0 or 1");
   stax_attr_t count_pad[2] = {stax_attr_ints("kernel_shape", 2, kernel2),
                               stax_attr_int("count_include_pad", 5)};
-  CHECK_ERROR(shape_test_node(g, STAX_OP_AveragePool, "e4", 1, &x, 1, 2, count_pad, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_AveragePool, "e4", 1, &x, 2, count_pad, 1, NULL),
               STAX_INVALID_ARGUMENT, "'count_include_pad' must be 0 or 1, got 5");
   stax_attr_t kernel = stax_attr_ints("kernel_shape", 2, kernel2);
-  CHECK_ERROR(shape_test_node(g, STAX_OP_AveragePool, "e5", 1, &bytes, 1, 1, &kernel, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_AveragePool, "e5", 1, &bytes, 1, &kernel, 1, NULL),
               STAX_DTYPE_MISMATCH,
               "input 0 'bytes' has dtype int8, expected a floating-point type");
   stax_attr_t big_kernel = stax_attr_ints("kernel_shape", 2, kernel3);
-  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e6", 1, &tiny, 1, 1, &big_kernel, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e6", 1, &tiny, 1, &big_kernel, 1, NULL),
               STAX_SHAPE_MISMATCH, "input 0 'tiny' dim 2 (2) is too small for the window");
   stax_attr_t ceil_bad[2] = {stax_attr_ints("kernel_shape", 2, kernel2),
                              stax_attr_int("ceil_mode", 4)};
-  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e7", 1, &x, 1, 2, ceil_bad, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e7", 1, &x, 2, ceil_bad, 1, NULL),
               STAX_INVALID_ARGUMENT, "'ceil_mode' must be 0 or 1, got 4");
-  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e8", 1, &flat, 1, 1, &kernel, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_MaxPool, "e8", 1, &flat, 1, &kernel, 1, NULL),
               STAX_SHAPE_MISMATCH, "input 0 'flat' has rank 2, expected 3 to 8");
   CHECK_EQ_INT(stax_graph_node_count(g), 0);
   stax_graph_destroy(g);
@@ -307,13 +307,13 @@ static void test_global_pools(void) {
   stax_value_id_t flat = shape_test_input(g, "flat", F32, "N,C");
   stax_value_id_t ints = shape_test_input(g, "ints", STAX_DTYPE_INT32, "N,C,L");
   stax_value_id_t out = STAX_VALUE_NONE;
-  CHECK_OK(shape_test_node(g, STAX_OP_GlobalAveragePool, "gap", 1, &x, 1, 0, NULL, &out));
+  CHECK_OK(shape_test_node(g, STAX_OP_GlobalAveragePool, "gap", 1, &x, 0, NULL, 1, &out));
   CHECK_VALUE(g, out, F32, "[N, C, 1, 1]");
-  CHECK_OK(shape_test_node(g, STAX_OP_GlobalMaxPool, "gmp", 1, &x1, 1, 0, NULL, &out));
+  CHECK_OK(shape_test_node(g, STAX_OP_GlobalMaxPool, "gmp", 1, &x1, 0, NULL, 1, &out));
   CHECK_VALUE(g, out, STAX_DTYPE_FLOAT64, "[N, C, 1]");
-  CHECK_ERROR(shape_test_node(g, STAX_OP_GlobalMaxPool, "e1", 1, &flat, 1, 0, NULL, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_GlobalMaxPool, "e1", 1, &flat, 0, NULL, 1, NULL),
               STAX_SHAPE_MISMATCH, "input 0 'flat' has rank 2");
-  CHECK_ERROR(shape_test_node(g, STAX_OP_GlobalAveragePool, "e2", 1, &ints, 1, 0, NULL, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_GlobalAveragePool, "e2", 1, &ints, 0, NULL, 1, NULL),
               STAX_DTYPE_MISMATCH, "input 0 'ints' has dtype int32");
   stax_graph_destroy(g);
 }

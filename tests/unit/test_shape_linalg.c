@@ -8,7 +8,7 @@
 static stax_status_t matmul(stax_graph_t* g, const char* name, stax_value_id_t a,
                             stax_value_id_t b, stax_value_id_t* out) {
   stax_value_id_t in[2] = {a, b};
-  return shape_test_node(g, STAX_OP_MatMul, name, 2, in, 1, 0, NULL, out);
+  return shape_test_node(g, STAX_OP_MatMul, name, 2, in, 0, NULL, 1, out);
 }
 
 static void test_matmul_shapes(void) {
@@ -44,7 +44,7 @@ static void test_matmul_unifies_k(void) {
   stax_value_id_t out = STAX_VALUE_NONE;
   CHECK_OK(matmul(g, "mm", a, b, &out));
   CHECK_VALUE(g, out, F32, "[M, N]");
-  CHECK(stax_dim_known_equal(ctx, shape_test_symbol(g, "K"), stax_dim_const(ctx, 64)));
+  CHECK(stax_dim_known_equal(ctx, shape_test_dim(g, "K"), stax_dim_const(ctx, 64)));
   CHECK_ERROR(matmul(g, "mm2", a, c, NULL), STAX_SHAPE_MISMATCH,
               "MatMul node 'mm2': contraction dim mismatch: input 0 'a' dim 1 is 64 but input 1 "
               "'c' dim 0 is 32");
@@ -77,7 +77,7 @@ static stax_status_t gemm(stax_graph_t* g, const char* name, int32_t input_count
                           const stax_value_id_t* in, bool trans_a, bool trans_b,
                           stax_value_id_t* out) {
   stax_attr_t attrs[2] = {stax_attr_int("transA", trans_a), stax_attr_int("transB", trans_b)};
-  return shape_test_node(g, STAX_OP_Gemm, name, input_count, in, 1, 2, attrs, out);
+  return shape_test_node(g, STAX_OP_Gemm, name, input_count, in, 2, attrs, 1, out);
 }
 
 static void test_gemm(void) {
@@ -124,7 +124,7 @@ static void test_gemm_errors(void) {
   CHECK_ERROR(gemm(g, "e5", 3, int_bias, false, false, NULL), STAX_DTYPE_MISMATCH,
               "input 2 'ints' has dtype int64");
   stax_attr_t bad_flag = stax_attr_int("transA", 2);
-  CHECK_ERROR(shape_test_node(g, STAX_OP_Gemm, "e6", 2, ab, 1, 1, &bad_flag, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_Gemm, "e6", 2, ab, 1, &bad_flag, 1, NULL),
               STAX_INVALID_ARGUMENT, "'transA' must be 0 or 1, got 2");
   stax_graph_destroy(g);
 }
@@ -133,7 +133,7 @@ static stax_status_t einsum(stax_graph_t* g, const char* name, const char* equat
                             int32_t input_count, const stax_value_id_t* in,
                             stax_value_id_t* out) {
   stax_attr_t attr = stax_attr_string("equation", equation);
-  return shape_test_node(g, STAX_OP_Einsum, name, input_count, in, 1, 1, &attr, out);
+  return shape_test_node(g, STAX_OP_Einsum, name, input_count, in, 1, &attr, 1, out);
 }
 
 static void test_einsum(void) {
@@ -200,7 +200,7 @@ static void test_einsum_errors(void) {
   stax_value_id_t mixed[2] = {a, ints};
   CHECK_ERROR(einsum(g, "e12", "ij,jk->ik", 2, mixed, NULL), STAX_DTYPE_MISMATCH,
               "input 1 'ints' has dtype int64");
-  CHECK_ERROR(shape_test_node(g, STAX_OP_Einsum, "e13", 1, &a, 1, 0, NULL, NULL),
+  CHECK_ERROR(shape_test_node(g, STAX_OP_Einsum, "e13", 1, &a, 0, NULL, 1, NULL),
               STAX_INVALID_ARGUMENT, "attribute 'equation' is required");
   /* limits */
   stax_value_id_t rank8 = shape_test_input(g, "rank8", F32, "1,1,1,1,1,1,1,1");
@@ -235,7 +235,7 @@ static void test_einsum_rejection_records_nothing(void) {
   stax_value_id_t ab[2] = {a, b};
   CHECK_ERROR(einsum(g, "e1", "ij,ij->ij", 2, ab, NULL), STAX_SHAPE_MISMATCH,
               "label 'j' mismatch: input 0 'a' dim 1 is 3 but input 1 'b' dim 1 is 5");
-  CHECK(!stax_dim_known_equal(ctx, shape_test_symbol(g, "S"), stax_dim_const(ctx, 4)));
+  CHECK(!stax_dim_known_equal(ctx, shape_test_dim(g, "S"), stax_dim_const(ctx, 4)));
   stax_graph_destroy(g);
 }
 
