@@ -1,0 +1,435 @@
+/* The backend-neutral JIT: the process-wide backend handle, compiling (lower, verify, hand to
+ * the backend, keep what running needs), running stages over the thread pool, kernel
+ * lifetime and statistics. See jit.h for the contract. */
+#include "jit/jit.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "jit/backend.h"
+#include "jit/kernel_ir.h"
+#include "jit/lower.h"
+#include "jit/text.h"
+#include "runtime/tensor_internal.h"
+
+struct stax_jit_backend_s {
+  const stax_jit_backend_vtable_t* vtable;
+  void* self;
+  stax_jit_target_info_t target;
+};
+
+/* What running needs to know about one kernel IR buffer. */
+typedef struct kernel_buffer_t {
+  stax_kir_buffer_role_t role;
+  stax_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[STAX_MAX_RANK];
+  int64_t strides[STAX_MAX_RANK];
+  int64_t lowest, highest;
+  const char* name; /* in the kernel's name block */
+} kernel_buffer_t;
+
+typedef struct kernel_stage_t {
+  bool parallel;
+  int64_t extent;
+  int64_t grain;
+} kernel_stage_t;
+
+struct stax_jit_kernel_s {
+  atomic_int refcount;
+  stax_allocator_t allocator;
+  stax_jit_backend_t* backend;
+  char* name;
+  stax_jit_code_t code;
+  int32_t input_count, output_count, scratch_count;
+  int32_t buffer_count;
+  kernel_buffer_t* buffers;
+  int32_t stage_count;
+  kernel_stage_t* stages;
+  bool in_place_safe;
+  char* kernel_ir_text;
+  double lower_ms, compile_ms;
+};
+
+/* ---- statistics -------------------------------------------------------------------------- */
+
+static atomic_uint_fast64_t stats_compiled, stats_not_fusible, stats_failed, stats_live;
+static atomic_uint_fast64_t stats_compile_micros;
+
+stax_jit_stats_t stax_jit_stats(void) {
+  stax_jit_stats_t stats = {
+      .compiled = atomic_load(&stats_compiled),
+      .not_fusible = atomic_load(&stats_not_fusible),
+      .failed = atomic_load(&stats_failed),
+      .live_kernels = atomic_load(&stats_live),
+      .total_compile_ms = (double)atomic_load(&stats_compile_micros) / 1000.0,
+  };
+  return stats;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- the backend ------------------------------------------------------------------------- */
+
+static struct stax_jit_backend_s the_backend;
+static pthread_once_t backend_once = PTHREAD_ONCE_INIT;
+static stax_status_t backend_status = STAX_OK;
+
+static void backend_start(void) {
+  backend_status = stax_llvm_backend_start(&the_backend.vtable, &the_backend.self);
+  if (backend_status == STAX_OK) the_backend.target = the_backend.vtable->target(the_backend.self);
+}
+
+stax_status_t stax_jit_backend_get(stax_jit_backend_t** out_backend) {
+  *out_backend = NULL;
+  pthread_once(&backend_once, backend_start);
+  if (backend_status != STAX_OK)
+    return stax_status_make(stax_status_code(backend_status), "%s",
+                            stax_status_message(backend_status));
+  *out_backend = &the_backend;
+  return STAX_OK;
+}
+
+stax_jit_target_info_t stax_jit_backend_target(const stax_jit_backend_t* backend) {
+  return backend->target;
+}
+
+/* ---- compiling --------------------------------------------------------------------------- */
+
+static void kernel_free(stax_jit_kernel_t* kernel) {
+  stax_allocator_t a = kernel->allocator;
+  if (kernel->code.handle || kernel->code.stages)
+    kernel->backend->vtable->release(kernel->backend->self, &kernel->code, a);
+  for (int32_t b = 0; b < kernel->buffer_count; b++)
+    stax_jit_text_free_string(a, (char*)kernel->buffers[b].name);
+  stax_allocator_free(a, kernel->buffers,
+                      sizeof(kernel_buffer_t) * (size_t)(kernel->buffer_count + 1));
+  stax_allocator_free(a, kernel->stages,
+                      sizeof(kernel_stage_t) * (size_t)(kernel->stage_count + 1));
+  stax_jit_text_free_string(a, kernel->name);
+  stax_jit_text_free_string(a, kernel->kernel_ir_text);
+  stax_allocator_free(a, kernel, sizeof(*kernel));
+}
+
+/* Copies what running needs out of the kernel IR (which is not kept). */
+static stax_status_t kernel_describe(stax_jit_kernel_t* kernel, const stax_kir_kernel_t* kir) {
+  stax_allocator_t a = kernel->allocator;
+  STAX_RETURN_IF_ERROR(stax_allocator_calloc(a, (size_t)kir->buffer_count + 1,
+                                             sizeof(kernel_buffer_t), (void**)&kernel->buffers));
+  kernel->buffer_count = kir->buffer_count;
+  for (int32_t b = 0; b < kir->buffer_count; b++) {
+    const stax_kir_buffer_t* source = kir->buffers[b];
+    kernel_buffer_t* target = &kernel->buffers[b];
+    target->role = source->role;
+    target->dtype = source->dtype;
+    target->rank = source->rank;
+    memcpy(target->dims, source->dims, sizeof(target->dims));
+    memcpy(target->strides, source->strides, sizeof(target->strides));
+    target->lowest = source->lowest;
+    target->highest = source->highest;
+    char* name = NULL;
+    STAX_RETURN_IF_ERROR(stax_jit_text_copy(a, source->name, &name));
+    target->name = name;
+    if (source->role == STAX_KIR_BUFFER_INPUT) kernel->input_count++;
+    if (source->role == STAX_KIR_BUFFER_OUTPUT) kernel->output_count++;
+    if (source->role == STAX_KIR_BUFFER_SCRATCH) kernel->scratch_count++;
+    /* Inputs, then outputs, then scratch (the roles' order): the run functions index
+     * arguments so. */
+    if (b > 0 && source->role < kir->buffers[b - 1]->role)
+      return stax_status_make(STAX_INVALID_ARGUMENT,
+                              "kernel '%s': buffers must be inputs, then outputs, then scratch",
+                              kir->name);
+  }
+  STAX_RETURN_IF_ERROR(stax_allocator_calloc(a, (size_t)kir->stage_count + 1,
+                                             sizeof(kernel_stage_t), (void**)&kernel->stages));
+  kernel->stage_count = kir->stage_count;
+  for (int32_t s = 0; s < kir->stage_count; s++) {
+    const stax_kir_stmt_t* first = kir->stages[s]->body.first;
+    if (first && !first->next && first->kind == STAX_KIR_STMT_LOOP &&
+        kir->loops[first->loop]->parallel) {
+      kernel->stages[s].parallel = true;
+      kernel->stages[s].extent = kir->loops[first->loop]->extent;
+      kernel->stages[s].grain = kir->loops[first->loop]->grain;
+    }
+  }
+  kernel->in_place_safe = kir->in_place_safe;
+  return STAX_OK;
+}
+
+static stax_status_t compile_verified(stax_jit_backend_t* backend, const stax_kir_kernel_t* kir,
+                                      const stax_jit_compile_options_t* options, double lower_ms,
+                                      stax_jit_kernel_t** out_kernel) {
+  stax_allocator_t a = stax_allocator_system();
+  stax_jit_kernel_t* kernel = NULL;
+  STAX_RETURN_IF_ERROR(stax_allocator_calloc(a, 1, sizeof(*kernel), (void**)&kernel));
+  atomic_init(&kernel->refcount, 1);
+  kernel->allocator = a;
+  kernel->backend = backend;
+  kernel->lower_ms = lower_ms;
+  stax_status_t status = STAX_OK;
+  STAX_GOTO_IF_ERROR(status, stax_jit_text_copy(a, kir->name, &kernel->name), fail);
+  STAX_GOTO_IF_ERROR(status, kernel_describe(kernel, kir), fail);
+  if (options && options->keep_kernel_ir)
+    STAX_GOTO_IF_ERROR(status, stax_kir_print(kir, a, &kernel->kernel_ir_text), fail);
+  double start = now_ms();
+  STAX_GOTO_IF_ERROR(status,
+                     backend->vtable->compile(backend->self, kir, options, a, &kernel->code), fail,
+                     "while compiling kernel '%s'", kir->name);
+  kernel->compile_ms = now_ms() - start;
+  if (kernel->code.stage_count != kir->stage_count) {
+    status = stax_status_make(STAX_INTERNAL, "backend returned %d stages for %d",
+                              (int)kernel->code.stage_count, (int)kir->stage_count);
+    goto fail;
+  }
+  atomic_fetch_add(&stats_compiled, 1);
+  atomic_fetch_add(&stats_live, 1);
+  atomic_fetch_add(&stats_compile_micros,
+                   (uint_fast64_t)((kernel->compile_ms + lower_ms) * 1000.0));
+  STAX_LOG(JIT, "compiled kernel '%s': lower %.2f ms, LLVM %.2f ms", kir->name, lower_ms,
+           kernel->compile_ms);
+  *out_kernel = kernel;
+  return STAX_OK;
+fail:
+  kernel_free(kernel);
+  return status;
+}
+
+static void default_options(const stax_jit_compile_options_t* options,
+                            stax_jit_compile_options_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (options) *out = *options;
+}
+
+stax_status_t stax_jit_compile_kernel_ir(stax_jit_backend_t* backend, const stax_kir_kernel_t* kir,
+                                         const stax_jit_compile_options_t* options,
+                                         stax_jit_kernel_t** out_kernel) {
+  *out_kernel = NULL;
+  stax_status_t status = stax_kir_verify(kir);
+  if (status == STAX_OK) status = compile_verified(backend, kir, options, 0.0, out_kernel);
+  if (status != STAX_OK) atomic_fetch_add(&stats_failed, 1);
+  return status;
+}
+
+stax_status_t stax_jit_compile_group(stax_jit_backend_t* backend, const stax_jit_group_t* group,
+                                     const stax_jit_compile_options_t* options,
+                                     stax_jit_kernel_t** out_kernel) {
+  *out_kernel = NULL;
+  stax_jit_compile_options_t opts;
+  default_options(options, &opts);
+  stax_jit_lower_options_t lower_options = {
+      .vector_bits = opts.vector_bits ? opts.vector_bits : backend->target.vector_bits,
+      .thread_count = opts.thread_count ? opts.thread_count
+                                        : stax_threadpool_thread_count(stax_threadpool_default()),
+      .has_fma = backend->target.has_fma,
+  };
+  if (lower_options.thread_count < 1) lower_options.thread_count = 1;
+  double start = now_ms();
+  stax_kir_kernel_t* kir = NULL;
+  stax_status_t status = stax_jit_lower_group(group, &lower_options, stax_allocator_system(), &kir);
+  double lower_ms = now_ms() - start;
+  if (status != STAX_OK) {
+    if (stax_status_code(status) == STAX_UNIMPLEMENTED) {
+      atomic_fetch_add(&stats_not_fusible, 1);
+      STAX_LOG(JIT, "not fusible: %s", stax_status_message(status));
+    } else {
+      atomic_fetch_add(&stats_failed, 1);
+    }
+    return status;
+  }
+  status = compile_verified(backend, kir, &opts, lower_ms, out_kernel);
+  if (status != STAX_OK) {
+    atomic_fetch_add(&stats_failed, 1);
+    STAX_LOG(JIT, "compile failed: %s", stax_status_message(status));
+  }
+  stax_kir_kernel_destroy(kir);
+  return status;
+}
+
+/* ---- running ----------------------------------------------------------------------------- */
+
+typedef struct stage_call_t {
+  stax_jit_stage_fn fn;
+  void* const* buffers;
+} stage_call_t;
+
+static void stage_range(void* context, int64_t begin, int64_t end) {
+  const stage_call_t* call = context;
+  call->fn(call->buffers, begin, end);
+}
+
+/* Scratch buffers are the kernel IR's contiguous temporaries (packed panels), one pooled
+ * allocation per run. */
+#define MAX_STACK_BUFFERS 32
+
+stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* data,
+                                       stax_threadpool_t* pool) {
+  int32_t count = kernel->buffer_count;
+  int32_t arguments = kernel->input_count + kernel->output_count;
+  void* stack[MAX_STACK_BUFFERS];
+  void** buffers = stack;
+  stax_buffer_t* scratch_stack[MAX_STACK_BUFFERS];
+  stax_buffer_t** scratch = scratch_stack;
+  stax_status_t status = STAX_OK;
+  if (count > MAX_STACK_BUFFERS) {
+    STAX_RETURN_IF_ERROR(stax_allocator_calloc(kernel->allocator, (size_t)count,
+                                               sizeof(void*) + sizeof(stax_buffer_t*),
+                                               (void**)&buffers));
+    scratch = (stax_buffer_t**)(buffers + count);
+  }
+  for (int32_t b = 0; b < count; b++) {
+    scratch[b] = NULL;
+    buffers[b] = b < arguments ? data[b] : NULL;
+  }
+  for (int32_t b = arguments; b < count && status == STAX_OK; b++) {
+    const kernel_buffer_t* info = &kernel->buffers[b];
+    size_t bytes = (size_t)(info->highest + 1) * stax_dtype_size(info->dtype);
+    status = stax_buffer_allocate_pooled(bytes ? bytes : 1, &scratch[b]);
+    if (status == STAX_OK) buffers[b] = stax_buffer_data(scratch[b]);
+  }
+  for (int32_t s = 0; s < kernel->code.stage_count && status == STAX_OK; s++) {
+    const kernel_stage_t* stage = &kernel->stages[s];
+    stage_call_t call = {kernel->code.stages[s], buffers};
+    if (stage->parallel) {
+      if (stage->extent > 0)
+        stax_parallel_for(pool, stage->extent, stage->grain, stage_range, &call);
+    } else {
+      call.fn(buffers, 0, 1);
+    }
+  }
+  for (int32_t b = arguments; b < count; b++)
+    if (scratch[b]) stax_buffer_release(scratch[b]);
+  if (buffers != stack)
+    stax_allocator_free(kernel->allocator, buffers,
+                        (size_t)count * (sizeof(void*) + sizeof(stax_buffer_t*)));
+  return status;
+}
+
+static stax_status_t check_tensor(const stax_jit_kernel_t* kernel, int32_t index,
+                                  const stax_tensor_t* tensor) {
+  const kernel_buffer_t* info = &kernel->buffers[index];
+  const char* what = info->role == STAX_KIR_BUFFER_INPUT ? "input" : "output";
+  int32_t position = info->role == STAX_KIR_BUFFER_INPUT ? index : index - kernel->input_count;
+  if (!tensor)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "JIT kernel '%s': %s %d ('%s') is missing",
+                            kernel->name, what, (int)position, info->name);
+  bool same = tensor->dtype == info->dtype && tensor->rank == info->rank;
+  for (int32_t d = 0; same && d < info->rank; d++) {
+    same = tensor->dims[d] == info->dims[d];
+    /* A stride on a dim of size 1 (or in an empty tensor) is never used. */
+    if (same && info->dims[d] > 1 && info->highest >= info->lowest)
+      same = tensor->strides[d] == info->strides[d];
+  }
+  if (same) return STAX_OK;
+  return stax_status_make(
+      STAX_FAILED_PRECONDITION,
+      "JIT kernel '%s': %s %d ('%s') is %s%s, compiled for %s%s with other "
+      "strides or dims",
+      kernel->name, what, (int)position, info->name, stax_dtype_name(tensor->dtype),
+      stax_dims_text(tensor->rank, tensor->dims).text, stax_dtype_name(info->dtype),
+      stax_dims_text(info->rank, info->dims).text);
+}
+
+/* Byte range [low, high) an argument touches; empty when the view is empty. */
+static void byte_range(const kernel_buffer_t* info, const void* data, uintptr_t* low,
+                       uintptr_t* high) {
+  if (info->highest < info->lowest) {
+    *low = *high = 0;
+    return;
+  }
+  uintptr_t base = (uintptr_t)data;
+  intptr_t size = (intptr_t)stax_dtype_size(info->dtype);
+  *low = base + (uintptr_t)(info->lowest * size);
+  *high = base + (uintptr_t)((info->highest + 1) * size);
+}
+
+stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count,
+                                  stax_tensor_t* const* inputs, int32_t output_count,
+                                  stax_tensor_t* const* outputs, stax_threadpool_t* pool) {
+  if (input_count != kernel->input_count || output_count != kernel->output_count)
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "JIT kernel '%s' takes %d inputs and %d outputs, got %d and %d",
+                            kernel->name, (int)kernel->input_count, (int)kernel->output_count,
+                            (int)input_count, (int)output_count);
+  int32_t arguments = input_count + output_count;
+  void* stack[MAX_STACK_BUFFERS];
+  void** data = stack;
+  if (arguments > MAX_STACK_BUFFERS)
+    STAX_RETURN_IF_ERROR(
+        stax_allocator_calloc(kernel->allocator, (size_t)arguments, sizeof(void*), (void**)&data));
+  stax_status_t status = STAX_OK;
+  for (int32_t i = 0; i < arguments && status == STAX_OK; i++) {
+    const stax_tensor_t* tensor = i < input_count ? inputs[i] : outputs[i - input_count];
+    status = check_tensor(kernel, i, tensor);
+    if (status == STAX_OK) data[i] = stax_tensor_data(tensor);
+  }
+  /* Outputs must not overlap other arguments, except an elementwise kernel writing in place
+   * over the very same view of an input. */
+  for (int32_t o = input_count; o < arguments && status == STAX_OK; o++) {
+    uintptr_t olow, ohigh;
+    byte_range(&kernel->buffers[o], data[o], &olow, &ohigh);
+    for (int32_t i = 0; i < arguments && status == STAX_OK; i++) {
+      if (i == o) continue;
+      uintptr_t low, high;
+      byte_range(&kernel->buffers[i], data[i], &low, &high);
+      if (low >= ohigh || olow >= high) continue;
+      const stax_tensor_t* a = outputs[o - input_count];
+      const stax_tensor_t* b = i < input_count ? inputs[i] : outputs[i - input_count];
+      bool same_view = data[i] == data[o] && a->dtype == b->dtype && a->rank == b->rank &&
+                       memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0 &&
+                       memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->rank) == 0;
+      if (!(kernel->in_place_safe && i < input_count && same_view))
+        status = stax_status_make(
+            STAX_FAILED_PRECONDITION, "JIT kernel '%s': output %d ('%s') overlaps %s %d ('%s')",
+            kernel->name, (int)(o - input_count), kernel->buffers[o].name,
+            i < input_count ? "input" : "output", (int)(i < input_count ? i : i - input_count),
+            kernel->buffers[i].name);
+    }
+  }
+  if (status == STAX_OK) status = stax_jit_kernel_run_data(kernel, data, pool);
+  if (data != stack)
+    stax_allocator_free(kernel->allocator, data, sizeof(void*) * (size_t)arguments);
+  return status;
+}
+
+/* ---- inspection and lifetime ------------------------------------------------------------- */
+
+void stax_jit_kernel_retain(stax_jit_kernel_t* kernel) {
+  if (kernel) atomic_fetch_add(&kernel->refcount, 1);
+}
+
+void stax_jit_kernel_release(stax_jit_kernel_t* kernel) {
+  if (!kernel || atomic_fetch_sub(&kernel->refcount, 1) != 1) return;
+  atomic_fetch_sub(&stats_live, 1);
+  kernel_free(kernel);
+}
+
+const char* stax_jit_kernel_name(const stax_jit_kernel_t* kernel) {
+  return kernel->name;
+}
+int32_t stax_jit_kernel_input_count(const stax_jit_kernel_t* kernel) {
+  return kernel->input_count;
+}
+int32_t stax_jit_kernel_output_count(const stax_jit_kernel_t* kernel) {
+  return kernel->output_count;
+}
+const char* stax_jit_kernel_ir_text(const stax_jit_kernel_t* kernel) {
+  return kernel->kernel_ir_text;
+}
+const char* stax_jit_kernel_llvm_ir_text(const stax_jit_kernel_t* kernel, bool optimized) {
+  return optimized ? kernel->code.llvm_ir_optimized : kernel->code.llvm_ir;
+}
+const char* stax_jit_kernel_asm_text(const stax_jit_kernel_t* kernel) {
+  return kernel->code.assembly;
+}
+double stax_jit_kernel_lower_ms(const stax_jit_kernel_t* kernel) {
+  return kernel->lower_ms;
+}
+double stax_jit_kernel_compile_ms(const stax_jit_kernel_t* kernel) {
+  return kernel->compile_ms;
+}

@@ -1,0 +1,501 @@
+/* Kernel IR construction: the kernel object, its tables, statements, affine indices and typed
+ * expression builders with sticky errors (see kernel_ir.h). Verification is in
+ * kernel_ir_verify.c, the text form in kernel_ir_print.c. */
+#include "jit/kernel_ir.h"
+
+#include <string.h>
+
+#include "runtime/tensor_internal.h"
+
+/* ---- names of operators ------------------------------------------------------------------ */
+
+const char* stax_kir_unary_op_name(stax_kir_unary_op_t op) {
+  static const char* const names[] = {
+#define STAX_KIR_NAME(name, text) text,
+      STAX_KIR_UNARY_OPS(STAX_KIR_NAME)
+#undef STAX_KIR_NAME
+  };
+  return (unsigned)op < STAX_KIR_UNARY_OP_COUNT ? names[op] : "?";
+}
+
+const char* stax_kir_binary_op_name(stax_kir_binary_op_t op) {
+  static const char* const names[] = {
+#define STAX_KIR_NAME(name, text) text,
+      STAX_KIR_BINARY_OPS(STAX_KIR_NAME)
+#undef STAX_KIR_NAME
+  };
+  return (unsigned)op < STAX_KIR_BINARY_OP_COUNT ? names[op] : "?";
+}
+
+bool stax_kir_binary_op_is_compare(stax_kir_binary_op_t op) {
+  return op == STAX_KIR_EQ || op == STAX_KIR_NE || op == STAX_KIR_LT || op == STAX_KIR_LE ||
+         op == STAX_KIR_GT || op == STAX_KIR_GE;
+}
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+stax_status_t stax_kir_kernel_create(stax_allocator_t allocator, const char* name,
+                                     stax_kir_kernel_t** out_kernel) {
+  *out_kernel = NULL;
+  stax_kir_kernel_t* kernel = NULL;
+  STAX_RETURN_IF_ERROR(
+      stax_allocator_calloc(allocator, 1, sizeof(stax_kir_kernel_t), (void**)&kernel));
+  kernel->allocator = allocator;
+  stax_arena_init(&kernel->arena, allocator, 0);
+  stax_status_t status = stax_arena_strdup(&kernel->arena, name ? name : "kernel", &kernel->name);
+  if (status != STAX_OK) {
+    stax_kir_kernel_destroy(kernel);
+    return status;
+  }
+  *out_kernel = kernel;
+  return STAX_OK;
+}
+
+void stax_kir_kernel_destroy(stax_kir_kernel_t* kernel) {
+  if (!kernel) return;
+  stax_status_free(kernel->status);
+  stax_arena_deinit(&kernel->arena);
+  stax_allocator_free(kernel->allocator, kernel, sizeof(*kernel));
+}
+
+void stax_kir_kernel_fail(stax_kir_kernel_t* kernel, stax_status_t status) {
+  if (status == STAX_OK) return;
+  if (kernel->status == STAX_OK) {
+    kernel->status = status;
+  } else {
+    stax_status_free(status);
+  }
+}
+
+stax_status_t stax_kir_kernel_status(const stax_kir_kernel_t* kernel) {
+  if (kernel->status == STAX_OK) return STAX_OK;
+  return stax_status_make(stax_status_code(kernel->status), "%s",
+                          stax_status_message(kernel->status));
+}
+
+static bool kernel_failed(const stax_kir_kernel_t* kernel) {
+  return kernel->status != STAX_OK;
+}
+
+static void* kernel_alloc(stax_kir_kernel_t* kernel, size_t size) {
+  void* memory = NULL;
+  stax_status_t status = stax_arena_alloc(&kernel->arena, size, 0, &memory);
+  if (status != STAX_OK) {
+    stax_kir_kernel_fail(kernel, status);
+    return NULL;
+  }
+  memset(memory, 0, size);
+  return memory;
+}
+
+static const char* kernel_strdup(stax_kir_kernel_t* kernel, const char* text) {
+  const char* copy = NULL;
+  stax_status_t status = stax_arena_strdup(&kernel->arena, text ? text : "", &copy);
+  if (status != STAX_OK) stax_kir_kernel_fail(kernel, status);
+  return copy;
+}
+
+/* Appends `item` to a pointer table kept in the arena (doubling; old copies stay in the arena
+ * until the kernel goes, a small price for never invalidating the items themselves). */
+static int32_t table_push(stax_kir_kernel_t* kernel, void*** table, int32_t* count,
+                          int32_t* capacity, void* item) {
+  if (!item) return -1;
+  if (*count == *capacity) {
+    int32_t grown = *capacity ? *capacity * 2 : 8;
+    void** bigger = kernel_alloc(kernel, sizeof(void*) * (size_t)grown);
+    if (!bigger) return -1;
+    if (*count) memcpy(bigger, *table, sizeof(void*) * (size_t)*count);
+    *table = bigger;
+    *capacity = grown;
+  }
+  (*table)[*count] = item;
+  return (*count)++;
+}
+
+static void internal_error(stax_kir_kernel_t* kernel, const char* fmt, const char* detail) {
+  stax_kir_kernel_fail(kernel, stax_status_make(STAX_INTERNAL, "kernel IR '%s': %s %s",
+                                                kernel->name, fmt, detail ? detail : ""));
+}
+
+int32_t stax_kir_add_buffer(stax_kir_kernel_t* kernel, const char* name,
+                            stax_kir_buffer_role_t role, stax_dtype_t dtype, int32_t rank,
+                            const int64_t* dims, const int64_t* strides) {
+  if (kernel_failed(kernel)) return -1;
+  if (rank < 0 || rank > STAX_MAX_RANK || stax_dtype_size(dtype) == 0) {
+    internal_error(kernel, "bad buffer", name);
+    return -1;
+  }
+  stax_kir_buffer_t* buffer = kernel_alloc(kernel, sizeof(*buffer));
+  if (!buffer) return -1;
+  buffer->name = kernel_strdup(kernel, name);
+  buffer->role = role;
+  buffer->dtype = dtype;
+  buffer->rank = rank;
+  for (int32_t d = 0; d < rank; d++) buffer->dims[d] = dims[d];
+  if (strides) {
+    for (int32_t d = 0; d < rank; d++) buffer->strides[d] = strides[d];
+  } else {
+    stax_shape_contiguous_strides(rank, buffer->dims, buffer->strides);
+  }
+  if (!stax_shape_extent(rank, buffer->dims, buffer->strides, &buffer->lowest, &buffer->highest)) {
+    buffer->lowest = 0;
+    buffer->highest = -1; /* empty: nothing may be touched */
+  }
+  return table_push(kernel, (void***)&kernel->buffers, &kernel->buffer_count,
+                    &kernel->buffer_capacity, buffer);
+}
+
+int32_t stax_kir_add_local(stax_kir_kernel_t* kernel, const char* name, stax_dtype_t dtype) {
+  if (kernel_failed(kernel)) return -1;
+  stax_kir_local_t* local = kernel_alloc(kernel, sizeof(*local));
+  if (!local) return -1;
+  local->name = kernel_strdup(kernel, name);
+  local->dtype = dtype;
+  return table_push(kernel, (void***)&kernel->locals, &kernel->local_count, &kernel->local_capacity,
+                    local);
+}
+
+stax_kir_block_t* stax_kir_add_stage(stax_kir_kernel_t* kernel, const char* name) {
+  if (kernel_failed(kernel)) return NULL;
+  stax_kir_stage_t* stage = kernel_alloc(kernel, sizeof(*stage));
+  if (!stage) return NULL;
+  stage->name = kernel_strdup(kernel, name);
+  if (table_push(kernel, (void***)&kernel->stages, &kernel->stage_count, &kernel->stage_capacity,
+                 stage) < 0)
+    return NULL;
+  return &stage->body;
+}
+
+/* ---- statements -------------------------------------------------------------------------- */
+
+static stax_kir_stmt_t* append_stmt(stax_kir_kernel_t* kernel, stax_kir_block_t* block,
+                                    stax_kir_stmt_kind_t kind) {
+  if (kernel_failed(kernel) || !block) return NULL;
+  stax_kir_stmt_t* stmt = kernel_alloc(kernel, sizeof(*stmt));
+  if (!stmt) return NULL;
+  stmt->kind = kind;
+  stmt->loop = stmt->buffer = stmt->local = -1;
+  if (block->last) {
+    block->last->next = stmt;
+  } else {
+    block->first = stmt;
+  }
+  block->last = stmt;
+  return stmt;
+}
+
+stax_kir_loop_t* stax_kir_add_loop(stax_kir_kernel_t* kernel, stax_kir_block_t* block,
+                                   const char* name, int64_t extent) {
+  if (kernel_failed(kernel) || !block) return NULL;
+  if (extent < 0) {
+    internal_error(kernel, "negative loop extent", name);
+    return NULL;
+  }
+  stax_kir_loop_t* loop = kernel_alloc(kernel, sizeof(*loop));
+  if (!loop) return NULL;
+  loop->name = kernel_strdup(kernel, name);
+  loop->extent = extent;
+  loop->vector_width = 1;
+  loop->unroll = 1;
+  loop->grain = 1;
+  int32_t id = table_push(kernel, (void***)&kernel->loops, &kernel->loop_count,
+                          &kernel->loop_capacity, loop);
+  if (id < 0) return NULL;
+  stax_kir_stmt_t* stmt = append_stmt(kernel, block, STAX_KIR_STMT_LOOP);
+  if (!stmt) return NULL;
+  stmt->loop = id;
+  return loop;
+}
+
+int32_t stax_kir_loop_id(const stax_kir_kernel_t* kernel, const stax_kir_loop_t* loop) {
+  if (!loop) return -1;
+  for (int32_t i = kernel->loop_count - 1; i >= 0; i--)
+    if (kernel->loops[i] == loop) return i;
+  return -1;
+}
+
+static stax_kir_index_t* copy_index(stax_kir_kernel_t* kernel, const stax_kir_index_t* index) {
+  stax_kir_index_t* copy = kernel_alloc(kernel, sizeof(*copy));
+  if (copy && index) *copy = *index;
+  return copy;
+}
+
+void stax_kir_add_store(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t buffer,
+                        const stax_kir_index_t* index, const stax_kir_expr_t* value) {
+  if (kernel_failed(kernel)) return;
+  if (!value || buffer < 0 || buffer >= kernel->buffer_count) {
+    internal_error(kernel, "bad store", NULL);
+    return;
+  }
+  if (kernel->buffers[buffer]->dtype != value->dtype) {
+    internal_error(kernel, "store of a different dtype into", kernel->buffers[buffer]->name);
+    return;
+  }
+  stax_kir_stmt_t* stmt = append_stmt(kernel, block, STAX_KIR_STMT_STORE);
+  if (!stmt) return;
+  stmt->buffer = buffer;
+  stmt->index = copy_index(kernel, index);
+  stmt->value = value;
+}
+
+static void add_local_stmt(stax_kir_kernel_t* kernel, stax_kir_block_t* block,
+                           stax_kir_stmt_kind_t kind, int32_t local, stax_kir_binary_op_t op,
+                           const stax_kir_expr_t* value) {
+  if (kernel_failed(kernel)) return;
+  if (!value || local < 0 || local >= kernel->local_count) {
+    internal_error(kernel, "bad local statement", NULL);
+    return;
+  }
+  if (kernel->locals[local]->dtype != value->dtype) {
+    internal_error(kernel, "value of a different dtype for local", kernel->locals[local]->name);
+    return;
+  }
+  stax_kir_stmt_t* stmt = append_stmt(kernel, block, kind);
+  if (!stmt) return;
+  stmt->local = local;
+  stmt->reduce_op = op;
+  stmt->value = value;
+}
+
+void stax_kir_add_declare(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
+                          const stax_kir_expr_t* value) {
+  add_local_stmt(kernel, block, STAX_KIR_STMT_DECLARE, local, STAX_KIR_ADD, value);
+}
+
+void stax_kir_add_assign(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
+                         const stax_kir_expr_t* value) {
+  add_local_stmt(kernel, block, STAX_KIR_STMT_ASSIGN, local, STAX_KIR_ADD, value);
+}
+
+void stax_kir_add_reduce(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
+                         stax_kir_binary_op_t op, const stax_kir_expr_t* value) {
+  if (op != STAX_KIR_ADD && op != STAX_KIR_MUL && op != STAX_KIR_MAX && op != STAX_KIR_MIN) {
+    internal_error(kernel, "reduce with operator", stax_kir_binary_op_name(op));
+    return;
+  }
+  add_local_stmt(kernel, block, STAX_KIR_STMT_REDUCE, local, op, value);
+}
+
+/* ---- affine indices ---------------------------------------------------------------------- */
+
+stax_kir_index_t stax_kir_index_constant(int64_t constant) {
+  stax_kir_index_t index;
+  memset(&index, 0, sizeof(index));
+  index.constant = constant;
+  return index;
+}
+
+void stax_kir_index_add_term(stax_kir_kernel_t* kernel, stax_kir_index_t* index, int32_t loop,
+                             int64_t coefficient) {
+  if (coefficient == 0 || loop < 0) return;
+  for (int32_t t = 0; t < index->term_count; t++) {
+    if (index->loops[t] != loop) continue;
+    index->coefficients[t] += coefficient;
+    if (index->coefficients[t] == 0) {
+      /* Keep terms dense: move the last one into the hole. */
+      index->term_count--;
+      index->loops[t] = index->loops[index->term_count];
+      index->coefficients[t] = index->coefficients[index->term_count];
+    }
+    return;
+  }
+  if (index->term_count == STAX_KIR_MAX_INDEX_TERMS) {
+    internal_error(kernel, "too many terms in an index", NULL);
+    return;
+  }
+  index->loops[index->term_count] = loop;
+  index->coefficients[index->term_count] = coefficient;
+  index->term_count++;
+}
+
+void stax_kir_index_add_scaled(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
+                               const stax_kir_index_t* other, int64_t scale) {
+  if (scale == 0) return;
+  index->constant += other->constant * scale;
+  for (int32_t t = 0; t < other->term_count; t++)
+    stax_kir_index_add_term(kernel, index, other->loops[t], other->coefficients[t] * scale);
+}
+
+int64_t stax_kir_index_coefficient(const stax_kir_index_t* index, int32_t loop) {
+  for (int32_t t = 0; t < index->term_count; t++)
+    if (index->loops[t] == loop) return index->coefficients[t];
+  return 0;
+}
+
+/* ---- expressions ------------------------------------------------------------------------- */
+
+static stax_kir_expr_t* new_expr(stax_kir_kernel_t* kernel, stax_kir_expr_kind_t kind,
+                                 stax_dtype_t dtype) {
+  if (kernel_failed(kernel)) return NULL;
+  stax_kir_expr_t* expr = kernel_alloc(kernel, sizeof(*expr));
+  if (!expr) return NULL;
+  expr->kind = kind;
+  expr->dtype = dtype;
+  expr->id = kernel->expr_count++;
+  expr->buffer = expr->local = expr->loop = -1;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_float(stax_kir_kernel_t* kernel, stax_dtype_t dtype, double value) {
+  if (!stax_dtype_is_float(dtype)) {
+    internal_error(kernel, "float constant of dtype", stax_dtype_name(dtype));
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_CONSTANT, dtype);
+  if (expr) expr->float_value = value;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_int(stax_kir_kernel_t* kernel, stax_dtype_t dtype, int64_t value) {
+  if (stax_dtype_is_float(dtype)) return stax_kir_float(kernel, dtype, (double)value);
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_CONSTANT, dtype);
+  if (expr) expr->int_value = dtype == STAX_DTYPE_BOOL ? value != 0 : value;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_load(stax_kir_kernel_t* kernel, int32_t buffer,
+                                     const stax_kir_index_t* index) {
+  if (kernel_failed(kernel)) return NULL;
+  if (buffer < 0 || buffer >= kernel->buffer_count || !index) {
+    internal_error(kernel, "load from a bad buffer", NULL);
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_LOAD, kernel->buffers[buffer]->dtype);
+  if (!expr) return NULL;
+  expr->buffer = buffer;
+  expr->index = copy_index(kernel, index);
+  return expr->index ? expr : NULL;
+}
+
+const stax_kir_expr_t* stax_kir_local(stax_kir_kernel_t* kernel, int32_t local) {
+  if (kernel_failed(kernel)) return NULL;
+  if (local < 0 || local >= kernel->local_count) {
+    internal_error(kernel, "read of a bad local", NULL);
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_LOCAL, kernel->locals[local]->dtype);
+  if (expr) expr->local = local;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_loop_index(stax_kir_kernel_t* kernel, int32_t loop) {
+  if (kernel_failed(kernel)) return NULL;
+  if (loop < 0 || loop >= kernel->loop_count) {
+    internal_error(kernel, "counter of a bad loop", NULL);
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_LOOP_INDEX, STAX_DTYPE_INT64);
+  if (expr) expr->loop = loop;
+  return expr;
+}
+
+/* The dtypes expressions compute in: float32/float64, integers and bool. float16/bfloat16
+ * appear only in buffers and are converted by casts. */
+static bool is_compute_dtype(stax_dtype_t dtype) {
+  return dtype != STAX_DTYPE_FLOAT16 && dtype != STAX_DTYPE_BFLOAT16 && stax_dtype_size(dtype) != 0;
+}
+
+static bool unary_accepts(stax_kir_unary_op_t op, stax_dtype_t dtype) {
+  switch (op) {
+    case STAX_KIR_NOT: return dtype == STAX_DTYPE_BOOL;
+    case STAX_KIR_NEG:
+    case STAX_KIR_ABS: return dtype != STAX_DTYPE_BOOL;
+    default: return dtype == STAX_DTYPE_FLOAT32 || dtype == STAX_DTYPE_FLOAT64;
+  }
+}
+
+const stax_kir_expr_t* stax_kir_unary(stax_kir_kernel_t* kernel, stax_kir_unary_op_t op,
+                                      const stax_kir_expr_t* a) {
+  if (!a || kernel_failed(kernel)) return NULL;
+  if ((unsigned)op >= STAX_KIR_UNARY_OP_COUNT || !unary_accepts(op, a->dtype) ||
+      !is_compute_dtype(a->dtype)) {
+    internal_error(kernel, stax_kir_unary_op_name(op), stax_dtype_name(a->dtype));
+    return NULL;
+  }
+  bool predicate = op == STAX_KIR_IS_NAN || op == STAX_KIR_IS_INF;
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_UNARY, predicate ? STAX_DTYPE_BOOL : a->dtype);
+  if (!expr) return NULL;
+  expr->op = op;
+  expr->operand_count = 1;
+  expr->operands[0] = a;
+  return expr;
+}
+
+static bool binary_accepts(stax_kir_binary_op_t op, stax_dtype_t dtype) {
+  switch (op) {
+    case STAX_KIR_AND:
+    case STAX_KIR_OR:
+    case STAX_KIR_XOR: return dtype == STAX_DTYPE_BOOL;
+    case STAX_KIR_POW: return dtype == STAX_DTYPE_FLOAT32 || dtype == STAX_DTYPE_FLOAT64;
+    case STAX_KIR_EQ:
+    case STAX_KIR_NE: return true;
+    default: return dtype != STAX_DTYPE_BOOL;
+  }
+}
+
+const stax_kir_expr_t* stax_kir_binary(stax_kir_kernel_t* kernel, stax_kir_binary_op_t op,
+                                       const stax_kir_expr_t* a, const stax_kir_expr_t* b) {
+  if (!a || !b || kernel_failed(kernel)) return NULL;
+  if ((unsigned)op >= STAX_KIR_BINARY_OP_COUNT || a->dtype != b->dtype ||
+      !binary_accepts(op, a->dtype) || !is_compute_dtype(a->dtype)) {
+    internal_error(kernel, stax_kir_binary_op_name(op), stax_dtype_name(a->dtype));
+    return NULL;
+  }
+  stax_dtype_t dtype = stax_kir_binary_op_is_compare(op) ? STAX_DTYPE_BOOL : a->dtype;
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_BINARY, dtype);
+  if (!expr) return NULL;
+  expr->op = op;
+  expr->operand_count = 2;
+  expr->operands[0] = a;
+  expr->operands[1] = b;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_select(stax_kir_kernel_t* kernel, const stax_kir_expr_t* condition,
+                                       const stax_kir_expr_t* if_true,
+                                       const stax_kir_expr_t* if_false) {
+  if (!condition || !if_true || !if_false || kernel_failed(kernel)) return NULL;
+  if (condition->dtype != STAX_DTYPE_BOOL || if_true->dtype != if_false->dtype) {
+    internal_error(kernel, "select of", stax_dtype_name(if_true->dtype));
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_SELECT, if_true->dtype);
+  if (!expr) return NULL;
+  expr->operand_count = 3;
+  expr->operands[0] = condition;
+  expr->operands[1] = if_true;
+  expr->operands[2] = if_false;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_fma(stax_kir_kernel_t* kernel, const stax_kir_expr_t* a,
+                                    const stax_kir_expr_t* b, const stax_kir_expr_t* c) {
+  if (!a || !b || !c || kernel_failed(kernel)) return NULL;
+  if (a->dtype != b->dtype || a->dtype != c->dtype ||
+      (a->dtype != STAX_DTYPE_FLOAT32 && a->dtype != STAX_DTYPE_FLOAT64)) {
+    internal_error(kernel, "fma of", stax_dtype_name(a->dtype));
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_FMA, a->dtype);
+  if (!expr) return NULL;
+  expr->operand_count = 3;
+  expr->operands[0] = a;
+  expr->operands[1] = b;
+  expr->operands[2] = c;
+  return expr;
+}
+
+const stax_kir_expr_t* stax_kir_cast(stax_kir_kernel_t* kernel, stax_dtype_t dtype,
+                                     const stax_kir_expr_t* a) {
+  if (!a || kernel_failed(kernel)) return NULL;
+  if (a->dtype == dtype) return a;
+  if (stax_dtype_size(dtype) == 0) {
+    internal_error(kernel, "cast to", stax_dtype_name(dtype));
+    return NULL;
+  }
+  stax_kir_expr_t* expr = new_expr(kernel, STAX_KIR_CAST, dtype);
+  if (!expr) return NULL;
+  expr->operand_count = 1;
+  expr->operands[0] = a;
+  return expr;
+}

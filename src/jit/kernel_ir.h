@@ -1,0 +1,290 @@
+/* Kernel IR ("kir"): the target-neutral, loop-level form every JIT backend consumes. Lowering
+ * (src/jit/lower*.c) turns a fusion group with concrete shapes into it; the LLVM backend (and
+ * later the CUDA backend) turns it into code. It holds no backend types.
+ *
+ * A kernel is:
+ *   - buffers: the tensors it touches, each with a dtype and concrete dims/strides in elements.
+ *     Inputs and outputs are the caller's tensors; scratch buffers (packed panels) are
+ *     allocated by the host for one run. Every index is a flat element offset from the
+ *     buffer's first element (which may be negative for reversed views).
+ *   - stages, run one after another. A stage's body is a block of statements; when its only
+ *     statement is a loop marked parallel, the host splits that loop's range over the thread
+ *     pool (the backend's function takes [begin, end) of it).
+ *   - statements: LOOP (counter 0..extent-1, optional vector width, unroll factor, parallel
+ *     flag), STORE buffer[affine index] = expression, DECLARE / ASSIGN of a local, and REDUCE
+ *     (local op= expression, op one of add, mul, max, min).
+ *   - expressions: constants, loads at affine indices, locals, loop counters, unary and binary
+ *     math (including compares, which give bool), select, fused multiply-add, casts.
+ *
+ * Loop counters always run 0..extent-1 with step 1: strides and tile offsets live in the
+ * affine indices (i = 6*tile + row is the index {6*tile + row}), which is what keeps
+ * vectorization and bounds checking simple. A loop with vector width W > 1 runs its body on W
+ * consecutive counter values at once ("lanes"): every value depending on the counter is a
+ * vector; loops nested inside run once for all lanes (used for register-tiled matmul, where
+ * the lanes are the columns and the k loop sits inside). Locals declared inside a vector loop
+ * are per lane; a local declared outside may only be REDUCEd inside it (the backend keeps
+ * partial accumulators per lane and combines them when the loop ends). Vector loops do not
+ * nest.
+ *
+ * Nodes live in the kernel's arena. Builders never fail loudly: on an error (out of memory, a
+ * type mismatch that can only be a lowering bug) they record the first error in the kernel and
+ * return a placeholder or NULL, and stax_kir_kernel_status reports it at the end, so lowering
+ * code reads straight. stax_kir_verify checks scopes, the vector rules and that every load and
+ * store stays inside its buffer for every counter value; backends run only verified kernels. */
+#ifndef STAX_JIT_KERNEL_IR_H_
+#define STAX_JIT_KERNEL_IR_H_
+
+#include <stdio.h>
+
+#include "base/arena.h"
+#include "stax/runtime.h"
+
+/* Terms of an affine index (sum of coefficient * loop counter, plus a constant). */
+#define STAX_KIR_MAX_INDEX_TERMS 16
+/* Widest vector a loop may ask for (lanes). */
+#define STAX_KIR_MAX_VECTOR_WIDTH 64
+
+typedef struct stax_kir_index_t {
+  int64_t constant;
+  int32_t term_count;
+  int32_t loops[STAX_KIR_MAX_INDEX_TERMS];
+  int64_t coefficients[STAX_KIR_MAX_INDEX_TERMS];
+} stax_kir_index_t;
+
+/* ---- operators --------------------------------------------------------------------------- */
+
+/* X(enum suffix, printed name). Float math ops take float operands; NOT takes bool; NEG, ABS
+ * also integers; IS_NAN / IS_INF give bool. Ops named after a libm function compute what that
+ * function computes. */
+/* clang-format off */
+#define STAX_KIR_UNARY_OPS(X)                                                               \
+  X(NEG, "neg") X(ABS, "abs") X(NOT, "not") X(SQRT, "sqrt") X(EXP, "exp") X(EXPM1, "expm1") \
+  X(LOG, "log") X(TANH, "tanh") X(ERF, "erf") X(FLOOR, "floor") X(CEIL, "ceil")             \
+  X(ROUND, "round") X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin")               \
+  X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(ASINH, "asinh")         \
+  X(ACOSH, "acosh") X(ATANH, "atanh") X(LOG1P, "log1p") X(IS_NAN, "isnan")                  \
+  X(IS_INF, "isinf")
+/* clang-format on */
+
+/* MAX / MIN propagate NaN (numpy.maximum). Compares give bool; AND / OR / XOR take bool. */
+/* clang-format off */
+#define STAX_KIR_BINARY_OPS(X)                                                              \
+  X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(MAX, "max") X(MIN, "min") X(POW, "pow") \
+  X(AND, "and") X(OR, "or") X(XOR, "xor") X(EQ, "==") X(NE, "!=") X(LT, "<") X(LE, "<=")    \
+  X(GT, ">") X(GE, ">=")
+/* clang-format on */
+
+typedef enum stax_kir_unary_op_e {
+#define STAX_KIR_ENUM(name, text) STAX_KIR_##name,
+  STAX_KIR_UNARY_OPS(STAX_KIR_ENUM)
+#undef STAX_KIR_ENUM
+      STAX_KIR_UNARY_OP_COUNT
+} stax_kir_unary_op_t;
+
+typedef enum stax_kir_binary_op_e {
+#define STAX_KIR_ENUM(name, text) STAX_KIR_##name,
+  STAX_KIR_BINARY_OPS(STAX_KIR_ENUM)
+#undef STAX_KIR_ENUM
+      STAX_KIR_BINARY_OP_COUNT
+} stax_kir_binary_op_t;
+
+const char* stax_kir_unary_op_name(stax_kir_unary_op_t op);
+const char* stax_kir_binary_op_name(stax_kir_binary_op_t op);
+bool stax_kir_binary_op_is_compare(stax_kir_binary_op_t op);
+
+/* ---- expressions ------------------------------------------------------------------------- */
+
+typedef enum stax_kir_expr_kind_e {
+  STAX_KIR_CONSTANT,
+  STAX_KIR_LOAD,
+  STAX_KIR_LOCAL,
+  STAX_KIR_LOOP_INDEX, /* int64 */
+  STAX_KIR_UNARY,
+  STAX_KIR_BINARY,
+  STAX_KIR_SELECT, /* operands: condition (bool), value if true, value if false */
+  STAX_KIR_FMA,    /* operands a, b, c: a * b + c, rounded once */
+  STAX_KIR_CAST,   /* ONNX Cast semantics: float to int truncates (saturating), to bool != 0 */
+} stax_kir_expr_kind_t;
+
+typedef struct stax_kir_expr_s {
+  stax_kir_expr_kind_t kind;
+  stax_dtype_t dtype;            /* of the result; BOOL for predicates */
+  int32_t id;                    /* dense, per kernel: backends key caches by it */
+  int32_t op;                    /* stax_kir_unary_op_t / stax_kir_binary_op_t */
+  int32_t buffer;                /* LOAD */
+  int32_t local;                 /* LOCAL */
+  int32_t loop;                  /* LOOP_INDEX */
+  double float_value;            /* CONSTANT of a float dtype */
+  int64_t int_value;             /* CONSTANT of an integer or bool dtype */
+  const stax_kir_index_t* index; /* LOAD */
+  int32_t operand_count;
+  const struct stax_kir_expr_s* operands[3];
+} stax_kir_expr_t;
+
+/* ---- statements -------------------------------------------------------------------------- */
+
+typedef enum stax_kir_stmt_kind_e {
+  STAX_KIR_STMT_LOOP,
+  STAX_KIR_STMT_STORE,
+  STAX_KIR_STMT_DECLARE, /* local = value, the local's scope is the enclosing block */
+  STAX_KIR_STMT_ASSIGN,
+  STAX_KIR_STMT_REDUCE, /* local = reduce_op(local, value) */
+} stax_kir_stmt_kind_t;
+
+typedef struct stax_kir_stmt_s stax_kir_stmt_t;
+
+typedef struct stax_kir_block_t {
+  stax_kir_stmt_t* first;
+  stax_kir_stmt_t* last;
+} stax_kir_block_t;
+
+struct stax_kir_stmt_s {
+  stax_kir_stmt_kind_t kind;
+  stax_kir_stmt_t* next;
+  int32_t loop;                   /* LOOP */
+  int32_t buffer;                 /* STORE */
+  const stax_kir_index_t* index;  /* STORE */
+  int32_t local;                  /* DECLARE, ASSIGN, REDUCE */
+  stax_kir_binary_op_t reduce_op; /* REDUCE: ADD, MUL, MAX or MIN */
+  const stax_kir_expr_t* value;   /* STORE, DECLARE, ASSIGN, REDUCE */
+};
+
+typedef struct stax_kir_loop_t {
+  const char* name;
+  int64_t extent;       /* counter runs 0..extent-1 */
+  int32_t vector_width; /* 1: scalar */
+  int32_t unroll;       /* body copies per iteration (the backend handles remainders) */
+  bool parallel;        /* only on a stage's single top-level loop */
+  int64_t grain;        /* parallel: fewest iterations one task should take */
+  stax_kir_block_t body;
+} stax_kir_loop_t;
+
+/* ---- buffers, locals, stages, kernels ---------------------------------------------------- */
+
+typedef enum stax_kir_buffer_role_e {
+  STAX_KIR_BUFFER_INPUT,
+  STAX_KIR_BUFFER_OUTPUT,
+  STAX_KIR_BUFFER_SCRATCH, /* contiguous, uninitialised, `span` elements, host-allocated */
+} stax_kir_buffer_role_t;
+
+typedef struct stax_kir_buffer_t {
+  const char* name;
+  stax_kir_buffer_role_t role;
+  stax_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[STAX_MAX_RANK];
+  int64_t strides[STAX_MAX_RANK];
+  int64_t lowest, highest; /* element offsets reachable (from dims/strides); highest < lowest
+                              for an empty buffer */
+} stax_kir_buffer_t;
+
+typedef struct stax_kir_local_t {
+  const char* name;
+  stax_dtype_t dtype;
+} stax_kir_local_t;
+
+typedef struct stax_kir_stage_t {
+  const char* name;
+  stax_kir_block_t body;
+} stax_kir_stage_t;
+
+typedef struct stax_kir_kernel_t {
+  stax_allocator_t allocator;
+  stax_arena_t arena;
+  const char* name;
+  stax_kir_buffer_t** buffers;
+  int32_t buffer_count, buffer_capacity;
+  stax_kir_loop_t** loops;
+  int32_t loop_count, loop_capacity;
+  stax_kir_local_t** locals;
+  int32_t local_count, local_capacity;
+  stax_kir_stage_t** stages;
+  int32_t stage_count, stage_capacity;
+  int32_t expr_count;
+  /* Set by lowering when an output may be the very same view as an input (elementwise
+   * kernels: each element is read before it is written, by the same iteration). */
+  bool in_place_safe;
+  stax_status_t status; /* first builder error, owned */
+} stax_kir_kernel_t;
+
+STAX_MUST_USE stax_status_t stax_kir_kernel_create(stax_allocator_t allocator, const char* name,
+                                                   stax_kir_kernel_t** out_kernel);
+void stax_kir_kernel_destroy(stax_kir_kernel_t* kernel);
+/* The first error any builder hit (a copy the caller owns), or OK. */
+STAX_MUST_USE stax_status_t stax_kir_kernel_status(const stax_kir_kernel_t* kernel);
+/* Records an error (the first one wins; later ones are freed). Takes ownership. */
+void stax_kir_kernel_fail(stax_kir_kernel_t* kernel, stax_status_t status);
+
+/* Buffers: strides NULL means row-major. Returns the buffer's index, or -1 after an error. */
+int32_t stax_kir_add_buffer(stax_kir_kernel_t* kernel, const char* name,
+                            stax_kir_buffer_role_t role, stax_dtype_t dtype, int32_t rank,
+                            const int64_t* dims, const int64_t* strides);
+int32_t stax_kir_add_local(stax_kir_kernel_t* kernel, const char* name, stax_dtype_t dtype);
+/* Returns the stage's body block, or NULL after an error. */
+stax_kir_block_t* stax_kir_add_stage(stax_kir_kernel_t* kernel, const char* name);
+
+/* Appends a loop to `block`; returns the loop (its body is where to add statements), or NULL
+ * after an error. vector_width 1, unroll 1, not parallel. */
+stax_kir_loop_t* stax_kir_add_loop(stax_kir_kernel_t* kernel, stax_kir_block_t* block,
+                                   const char* name, int64_t extent);
+/* The id of a loop made by stax_kir_add_loop (for indices and LOOP_INDEX). */
+int32_t stax_kir_loop_id(const stax_kir_kernel_t* kernel, const stax_kir_loop_t* loop);
+
+void stax_kir_add_store(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t buffer,
+                        const stax_kir_index_t* index, const stax_kir_expr_t* value);
+void stax_kir_add_declare(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
+                          const stax_kir_expr_t* value);
+void stax_kir_add_assign(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
+                         const stax_kir_expr_t* value);
+void stax_kir_add_reduce(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
+                         stax_kir_binary_op_t op, const stax_kir_expr_t* value);
+
+/* Affine indices (by value; terms with the same loop merge, zero coefficients vanish). */
+stax_kir_index_t stax_kir_index_constant(int64_t constant);
+/* index += coefficient * loop; records an error when the terms run out. */
+void stax_kir_index_add_term(stax_kir_kernel_t* kernel, stax_kir_index_t* index, int32_t loop,
+                             int64_t coefficient);
+/* index += scale * other */
+void stax_kir_index_add_scaled(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
+                               const stax_kir_index_t* other, int64_t scale);
+/* The coefficient of `loop` in index (0 when absent). */
+int64_t stax_kir_index_coefficient(const stax_kir_index_t* index, int32_t loop);
+
+/* Expressions. Each returns NULL (and records an error) on failure; NULL operands propagate. */
+const stax_kir_expr_t* stax_kir_float(stax_kir_kernel_t* kernel, stax_dtype_t dtype, double value);
+const stax_kir_expr_t* stax_kir_int(stax_kir_kernel_t* kernel, stax_dtype_t dtype, int64_t value);
+const stax_kir_expr_t* stax_kir_load(stax_kir_kernel_t* kernel, int32_t buffer,
+                                     const stax_kir_index_t* index);
+const stax_kir_expr_t* stax_kir_local(stax_kir_kernel_t* kernel, int32_t local);
+const stax_kir_expr_t* stax_kir_loop_index(stax_kir_kernel_t* kernel, int32_t loop);
+const stax_kir_expr_t* stax_kir_unary(stax_kir_kernel_t* kernel, stax_kir_unary_op_t op,
+                                      const stax_kir_expr_t* a);
+const stax_kir_expr_t* stax_kir_binary(stax_kir_kernel_t* kernel, stax_kir_binary_op_t op,
+                                       const stax_kir_expr_t* a, const stax_kir_expr_t* b);
+const stax_kir_expr_t* stax_kir_select(stax_kir_kernel_t* kernel, const stax_kir_expr_t* condition,
+                                       const stax_kir_expr_t* if_true,
+                                       const stax_kir_expr_t* if_false);
+const stax_kir_expr_t* stax_kir_fma(stax_kir_kernel_t* kernel, const stax_kir_expr_t* a,
+                                    const stax_kir_expr_t* b, const stax_kir_expr_t* c);
+/* A cast to the same dtype returns `a` itself. */
+const stax_kir_expr_t* stax_kir_cast(stax_kir_kernel_t* kernel, stax_dtype_t dtype,
+                                     const stax_kir_expr_t* a);
+
+/* Checks the whole kernel (see the file comment); INTERNAL naming the stage and statement. */
+STAX_MUST_USE stax_status_t stax_kir_verify(const stax_kir_kernel_t* kernel);
+
+/* The text form, for `stax source` and tests:
+ *   kernel add_relu
+ *     buffer 0 x: float32[4, 8] strides [8, 1] input
+ *     stage 0 main:
+ *       parallel for i0 in 0..4 grain 1 {
+ *         vector(8) for i1 in 0..8 {
+ *           out[8*i0 + i1] = max(x[8*i0 + i1], 0f)
+ *         }
+ *       }
+ * *out_text is allocated with `allocator` (size strlen + 1). */
+STAX_MUST_USE stax_status_t stax_kir_print(const stax_kir_kernel_t* kernel,
+                                           stax_allocator_t allocator, char** out_text);
+STAX_MUST_USE stax_status_t stax_kir_print_to_file(const stax_kir_kernel_t* kernel, FILE* out);
+
+#endif /* STAX_JIT_KERNEL_IR_H_ */

@@ -1,0 +1,211 @@
+/* The text form of kernel IR (for `stax source`, STAX_LOG=jit and tests). Expressions print
+ * inline; a node shared by several uses prints at each use, which keeps the text readable
+ * without naming temporaries. Loop counters print by loop name, locals by local name, buffers
+ * by buffer name, constants with a dtype suffix where it is not float32 ("2f", "2d", "2i64"). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "jit/kernel_ir.h"
+#include "jit/text.h"
+
+static const char* short_dtype(stax_dtype_t dtype) {
+  switch (dtype) {
+    case STAX_DTYPE_FLOAT32: return "f";
+    case STAX_DTYPE_FLOAT64: return "d";
+    case STAX_DTYPE_INT8: return "i8";
+    case STAX_DTYPE_INT16: return "i16";
+    case STAX_DTYPE_INT32: return "i32";
+    case STAX_DTYPE_INT64: return "i64";
+    case STAX_DTYPE_UINT8: return "u8";
+    case STAX_DTYPE_UINT16: return "u16";
+    case STAX_DTYPE_UINT32: return "u32";
+    case STAX_DTYPE_UINT64: return "u64";
+    case STAX_DTYPE_BOOL: return "b";
+    default: return stax_dtype_name(dtype);
+  }
+}
+
+static void print_index(stax_jit_text_t* text, const stax_kir_kernel_t* kernel,
+                        const stax_kir_index_t* index) {
+  bool any = false;
+  for (int32_t t = 0; t < index->term_count; t++) {
+    int64_t c = index->coefficients[t];
+    const char* name = kernel->loops[index->loops[t]]->name;
+    if (any)
+      stax_jit_text_append(text, c < 0 ? " - " : " + ");
+    else if (c < 0)
+      stax_jit_text_append(text, "-");
+    int64_t magnitude = c < 0 ? -c : c;
+    if (magnitude == 1) {
+      stax_jit_text_appendf(text, "%s", name);
+    } else {
+      stax_jit_text_appendf(text, "%" PRId64 "*%s", magnitude, name);
+    }
+    any = true;
+  }
+  if (!any) {
+    stax_jit_text_appendf(text, "%" PRId64, index->constant);
+  } else if (index->constant != 0) {
+    stax_jit_text_appendf(text, " %c %" PRId64, index->constant < 0 ? '-' : '+',
+                          index->constant < 0 ? -index->constant : index->constant);
+  }
+}
+
+static bool binary_is_infix(stax_kir_binary_op_t op) {
+  return op == STAX_KIR_ADD || op == STAX_KIR_SUB || op == STAX_KIR_MUL || op == STAX_KIR_DIV ||
+         stax_kir_binary_op_is_compare(op);
+}
+
+static void print_expr(stax_jit_text_t* text, const stax_kir_kernel_t* kernel,
+                       const stax_kir_expr_t* expr) {
+  if (!expr) {
+    stax_jit_text_append(text, "<null>");
+    return;
+  }
+  switch (expr->kind) {
+    case STAX_KIR_CONSTANT:
+      if (stax_dtype_is_float(expr->dtype)) {
+        stax_jit_text_appendf(text, "%.9g%s", expr->float_value, short_dtype(expr->dtype));
+      } else {
+        stax_jit_text_appendf(text, "%" PRId64 "%s", expr->int_value, short_dtype(expr->dtype));
+      }
+      break;
+    case STAX_KIR_LOAD:
+      stax_jit_text_appendf(text, "%s[", kernel->buffers[expr->buffer]->name);
+      print_index(text, kernel, expr->index);
+      stax_jit_text_append(text, "]");
+      break;
+    case STAX_KIR_LOCAL: stax_jit_text_append(text, kernel->locals[expr->local]->name); break;
+    case STAX_KIR_LOOP_INDEX: stax_jit_text_append(text, kernel->loops[expr->loop]->name); break;
+    case STAX_KIR_UNARY:
+      stax_jit_text_appendf(text, "%s(", stax_kir_unary_op_name(expr->op));
+      print_expr(text, kernel, expr->operands[0]);
+      stax_jit_text_append(text, ")");
+      break;
+    case STAX_KIR_BINARY:
+      if (binary_is_infix(expr->op)) {
+        stax_jit_text_append(text, "(");
+        print_expr(text, kernel, expr->operands[0]);
+        stax_jit_text_appendf(text, " %s ", stax_kir_binary_op_name(expr->op));
+        print_expr(text, kernel, expr->operands[1]);
+        stax_jit_text_append(text, ")");
+      } else {
+        stax_jit_text_appendf(text, "%s(", stax_kir_binary_op_name(expr->op));
+        print_expr(text, kernel, expr->operands[0]);
+        stax_jit_text_append(text, ", ");
+        print_expr(text, kernel, expr->operands[1]);
+        stax_jit_text_append(text, ")");
+      }
+      break;
+    case STAX_KIR_SELECT:
+    case STAX_KIR_FMA:
+      stax_jit_text_append(text, expr->kind == STAX_KIR_SELECT ? "select(" : "fma(");
+      for (int32_t i = 0; i < 3; i++) {
+        if (i) stax_jit_text_append(text, ", ");
+        print_expr(text, kernel, expr->operands[i]);
+      }
+      stax_jit_text_append(text, ")");
+      break;
+    case STAX_KIR_CAST:
+      stax_jit_text_appendf(text, "%s(", stax_dtype_name(expr->dtype));
+      print_expr(text, kernel, expr->operands[0]);
+      stax_jit_text_append(text, ")");
+      break;
+  }
+}
+
+static void indent(stax_jit_text_t* text, int32_t depth) {
+  for (int32_t i = 0; i < depth; i++) stax_jit_text_append(text, "  ");
+}
+
+static void print_block(stax_jit_text_t* text, const stax_kir_kernel_t* kernel,
+                        const stax_kir_block_t* block, int32_t depth) {
+  for (const stax_kir_stmt_t* s = block->first; s; s = s->next) {
+    indent(text, depth);
+    switch (s->kind) {
+      case STAX_KIR_STMT_LOOP: {
+        const stax_kir_loop_t* loop = kernel->loops[s->loop];
+        if (loop->parallel) stax_jit_text_append(text, "parallel ");
+        if (loop->vector_width > 1)
+          stax_jit_text_appendf(text, "vector(%d) ", (int)loop->vector_width);
+        stax_jit_text_appendf(text, "for %s in 0..%" PRId64, loop->name, loop->extent);
+        if (loop->unroll > 1) stax_jit_text_appendf(text, " unroll %d", (int)loop->unroll);
+        if (loop->parallel) stax_jit_text_appendf(text, " grain %" PRId64, loop->grain);
+        stax_jit_text_append(text, " {\n");
+        print_block(text, kernel, &loop->body, depth + 1);
+        indent(text, depth);
+        stax_jit_text_append(text, "}\n");
+        break;
+      }
+      case STAX_KIR_STMT_STORE:
+        stax_jit_text_appendf(text, "%s[", kernel->buffers[s->buffer]->name);
+        print_index(text, kernel, s->index);
+        stax_jit_text_append(text, "] = ");
+        print_expr(text, kernel, s->value);
+        stax_jit_text_append(text, "\n");
+        break;
+      case STAX_KIR_STMT_DECLARE:
+        stax_jit_text_appendf(text, "%s %s = ", short_dtype(kernel->locals[s->local]->dtype),
+                              kernel->locals[s->local]->name);
+        print_expr(text, kernel, s->value);
+        stax_jit_text_append(text, "\n");
+        break;
+      case STAX_KIR_STMT_ASSIGN:
+        stax_jit_text_appendf(text, "%s = ", kernel->locals[s->local]->name);
+        print_expr(text, kernel, s->value);
+        stax_jit_text_append(text, "\n");
+        break;
+      case STAX_KIR_STMT_REDUCE:
+        stax_jit_text_appendf(text, "%s %s= ", kernel->locals[s->local]->name,
+                              stax_kir_binary_op_name(s->reduce_op));
+        print_expr(text, kernel, s->value);
+        stax_jit_text_append(text, "\n");
+        break;
+    }
+  }
+}
+
+static const char* role_name(stax_kir_buffer_role_t role) {
+  switch (role) {
+    case STAX_KIR_BUFFER_INPUT: return "input";
+    case STAX_KIR_BUFFER_OUTPUT: return "output";
+    case STAX_KIR_BUFFER_SCRATCH: return "scratch";
+  }
+  return "?";
+}
+
+static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel) {
+  stax_jit_text_appendf(text, "kernel %s\n", kernel->name);
+  for (int32_t b = 0; b < kernel->buffer_count; b++) {
+    const stax_kir_buffer_t* buffer = kernel->buffers[b];
+    stax_jit_text_appendf(text, "  buffer %d %s: %s[", (int)b, buffer->name,
+                          stax_dtype_name(buffer->dtype));
+    for (int32_t d = 0; d < buffer->rank; d++)
+      stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->dims[d]);
+    stax_jit_text_append(text, "] strides [");
+    for (int32_t d = 0; d < buffer->rank; d++)
+      stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->strides[d]);
+    stax_jit_text_appendf(text, "] %s\n", role_name(buffer->role));
+  }
+  for (int32_t s = 0; s < kernel->stage_count; s++) {
+    stax_jit_text_appendf(text, "  stage %d %s:\n", (int)s, kernel->stages[s]->name);
+    print_block(text, kernel, &kernel->stages[s]->body, 2);
+  }
+}
+
+stax_status_t stax_kir_print(const stax_kir_kernel_t* kernel, stax_allocator_t allocator,
+                             char** out_text) {
+  *out_text = NULL;
+  stax_jit_text_t text;
+  stax_jit_text_init(&text, allocator);
+  print_kernel(&text, kernel);
+  return stax_jit_text_finish(&text, out_text);
+}
+
+stax_status_t stax_kir_print_to_file(const stax_kir_kernel_t* kernel, FILE* out) {
+  char* text = NULL;
+  STAX_RETURN_IF_ERROR(stax_kir_print(kernel, stax_allocator_system(), &text));
+  bool ok = fputs(text, out) >= 0;
+  stax_jit_text_free_string(stax_allocator_system(), text);
+  return ok ? STAX_OK : stax_status_make(STAX_IO_ERROR, "writing kernel IR text failed");
+}

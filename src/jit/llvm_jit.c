@@ -1,0 +1,370 @@
+/* The LLVM backend's process-wide state and its vtable: one ORC LLJIT for the process, created
+ * on first use, with a target machine for the host CPU as detected at run time
+ * (LLVMGetHostCPUName / LLVMGetHostCPUFeatures), a generator that resolves libm and other
+ * process symbols in JIT'd code, and a mutex that serializes every use of LLVM (compiles may
+ * come from a background compiler thread).
+ *
+ * A compile: kernel IR -> module (llvm_codegen.c) in a fresh thread-safe context -> verifier
+ * -> the new pass manager's "default<O3>" with the host target machine -> (optionally)
+ * assembly from a clone, since code generation rewrites the IR it is given -> the module goes
+ * to the LLJIT under its own resource tracker, so removing that tracker frees just this
+ * kernel's code -> the stage symbols are looked up, which is when machine code is made.
+ * Every failure returns INTERNAL with LLVM's message; nothing is fatal.
+ *
+ * The LLJIT and target machine are disposed at exit (atexit), after every kernel should have
+ * been released; a kernel still held then must not run afterwards. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit/backend.h"
+#include "jit/text.h"
+
+#if STAX_HAVE_LLVM
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "jit/llvm_internal.h"
+
+typedef struct llvm_backend_t {
+  pthread_mutex_t mutex;
+  LLVMOrcLLJITRef jit;
+  LLVMTargetMachineRef machine; /* for passes and assembly */
+  char* triple;
+  char* cpu;
+  char* features;
+  stax_llvm_target_t target;
+  atomic_uint_fast64_t next_symbol;
+} llvm_backend_t;
+
+static llvm_backend_t backend_state = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t backend_once = PTHREAD_ONCE_INIT;
+static stax_status_t backend_start_status = STAX_OK; /* kept for later callers */
+
+/* Consumes an LLVM error into an INTERNAL status. */
+static stax_status_t status_from_error(LLVMErrorRef error, const char* what) {
+  char* message = LLVMGetErrorMessage(error);
+  stax_status_t status = stax_status_make(STAX_INTERNAL, "LLVM %s failed: %s", what,
+                                          message ? message : "(no message)");
+  LLVMDisposeErrorMessage(message);
+  return status;
+}
+
+static void backend_dispose(void) {
+  llvm_backend_t* b = &backend_state;
+  pthread_mutex_lock(&b->mutex);
+  if (b->jit) {
+    LLVMErrorRef error = LLVMOrcDisposeLLJIT(b->jit);
+    if (error) LLVMConsumeError(error);
+    b->jit = NULL;
+  }
+  if (b->machine) LLVMDisposeTargetMachine(b->machine);
+  b->machine = NULL;
+  LLVMDisposeMessage(b->triple);
+  LLVMDisposeMessage(b->cpu);
+  LLVMDisposeMessage(b->features);
+  b->triple = b->cpu = b->features = NULL;
+  pthread_mutex_unlock(&b->mutex);
+}
+
+static bool has_feature(const char* features, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = features; p && (p = strstr(p, name)) != NULL; p += n) {
+    bool starts = p == features || p[-1] == ',';
+    bool ends = p[n] == ',' || p[n] == '\0';
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
+static LLVMTargetMachineRef create_machine(llvm_backend_t* b, LLVMTargetRef target) {
+  return LLVMCreateTargetMachine(target, b->triple, b->cpu, b->features, LLVMCodeGenLevelAggressive,
+                                 LLVMRelocPIC, LLVMCodeModelJITDefault);
+}
+
+static stax_status_t backend_create(llvm_backend_t* b) {
+  if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
+    return stax_status_make(STAX_INTERNAL, "LLVM has no native target for this host");
+  b->triple = LLVMGetDefaultTargetTriple();
+  b->cpu = LLVMGetHostCPUName();
+  b->features = LLVMGetHostCPUFeatures();
+  LLVMTargetRef target = NULL;
+  char* message = NULL;
+  if (LLVMGetTargetFromTriple(b->triple, &target, &message)) {
+    stax_status_t status = stax_status_make(STAX_INTERNAL, "LLVM target for %s: %s", b->triple,
+                                            message ? message : "");
+    LLVMDisposeMessage(message);
+    return status;
+  }
+  b->machine = create_machine(b, target);
+  /* The JIT gets its own machine (the builder takes ownership) with the same settings, so
+   * JIT'd code and the printed assembly are the same code. */
+  LLVMTargetMachineRef jit_machine = create_machine(b, target);
+  if (!b->machine || !jit_machine) {
+    if (jit_machine) LLVMDisposeTargetMachine(jit_machine);
+    return stax_status_make(STAX_INTERNAL, "LLVM could not create a target machine for %s/%s",
+                            b->triple, b->cpu);
+  }
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+      builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_machine));
+  LLVMErrorRef error = LLVMOrcCreateLLJIT(&b->jit, builder);
+  if (error) return status_from_error(error, "LLJIT creation");
+  LLVMOrcDefinitionGeneratorRef generator = NULL;
+  error = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &generator, LLVMOrcLLJITGetGlobalPrefix(b->jit), NULL, NULL);
+  if (error) return status_from_error(error, "process symbol generator");
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(b->jit), generator);
+
+  bool avx512 = has_feature(b->features, "+avx512f");
+  bool avx = has_feature(b->features, "+avx2") || has_feature(b->features, "+avx");
+  b->target.cpu = b->cpu;
+  b->target.features = b->features;
+  b->target.vector_bits = avx512 ? 512 : avx ? 256 : 128;
+  b->target.has_fma = has_feature(b->features, "+fma");
+  STAX_LOG(JIT, "LLVM backend: %s, cpu %s, %d-bit vectors%s", b->triple, b->cpu,
+           (int)b->target.vector_bits, b->target.has_fma ? ", fma" : "");
+  return STAX_OK;
+}
+
+static void backend_start_once(void) {
+  backend_start_status = backend_create(&backend_state);
+  atexit(backend_dispose);
+}
+
+static stax_jit_target_info_t llvm_target(void* self) {
+  llvm_backend_t* b = self;
+  stax_jit_target_info_t info = {.name = "llvm",
+                                 .cpu = b->cpu,
+                                 .features = b->features,
+                                 .vector_bits = b->target.vector_bits,
+                                 .has_fma = b->target.has_fma};
+  return info;
+}
+
+static stax_status_t copy_llvm_string(stax_allocator_t allocator, char* llvm_string,
+                                      char** out_text) {
+  stax_status_t status = stax_jit_text_copy(allocator, llvm_string ? llvm_string : "", out_text);
+  LLVMDisposeMessage(llvm_string);
+  return status;
+}
+
+static stax_status_t emit_assembly(llvm_backend_t* b, LLVMModuleRef module,
+                                   stax_allocator_t allocator, char** out_text) {
+  LLVMModuleRef clone = LLVMCloneModule(module);
+  char* message = NULL;
+  LLVMMemoryBufferRef buffer = NULL;
+  bool failed =
+      LLVMTargetMachineEmitToMemoryBuffer(b->machine, clone, LLVMAssemblyFile, &message, &buffer);
+  LLVMDisposeModule(clone);
+  if (failed) {
+    stax_status_t status = stax_status_make(STAX_INTERNAL, "LLVM assembly emission failed: %s",
+                                            message ? message : "");
+    LLVMDisposeMessage(message);
+    return status;
+  }
+  size_t size = LLVMGetBufferSize(buffer);
+  stax_status_t status = stax_allocator_malloc(allocator, size + 1, (void**)out_text);
+  if (status == STAX_OK) {
+    memcpy(*out_text, LLVMGetBufferStart(buffer), size);
+    (*out_text)[size] = '\0';
+  }
+  LLVMDisposeMemoryBuffer(buffer);
+  return status;
+}
+
+static void free_code_texts(stax_jit_code_t* code, stax_allocator_t allocator) {
+  stax_jit_text_free_string(allocator, code->llvm_ir);
+  stax_jit_text_free_string(allocator, code->llvm_ir_optimized);
+  stax_jit_text_free_string(allocator, code->assembly);
+  code->llvm_ir = code->llvm_ir_optimized = code->assembly = NULL;
+}
+
+static bool failure_requested(const stax_jit_compile_options_t* options) {
+  if (options && options->inject_failure) return true;
+  const char* env = getenv("STAX_JIT_FAIL_COMPILE");
+  return env && env[0] && strcmp(env, "0") != 0;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Everything below runs with the mutex held. */
+static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* kernel,
+                                    const stax_jit_compile_options_t* options,
+                                    stax_allocator_t allocator, stax_jit_code_t* code) {
+  char symbol[96];
+  unsigned long long serial = (unsigned long long)atomic_fetch_add(&b->next_symbol, 1);
+  snprintf(symbol, sizeof(symbol), "stax_k%llu", serial);
+  bool keep_ir = options && options->keep_llvm_ir;
+  bool keep_asm = options && options->keep_assembly;
+
+  LLVMOrcThreadSafeContextRef thread_context = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef context = LLVMOrcThreadSafeContextGetContext(thread_context);
+  LLVMModuleRef module = NULL;
+  LLVMOrcResourceTrackerRef tracker = NULL;
+  double start = now_ms();
+  stax_status_t status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
+  double emitted = now_ms();
+  if (status != STAX_OK) goto fail;
+  LLVMSetTarget(module, LLVMOrcLLJITGetTripleString(b->jit));
+  LLVMSetDataLayout(module, LLVMOrcLLJITGetDataLayoutStr(b->jit));
+
+  char* message = NULL;
+  if (LLVMVerifyModule(module, LLVMReturnStatusAction, &message)) {
+    status = stax_status_make(STAX_INTERNAL, "LLVM IR of kernel '%s' does not verify: %s",
+                              kernel->name, message ? message : "");
+    LLVMDisposeMessage(message);
+    goto fail;
+  }
+  LLVMDisposeMessage(message);
+  if (keep_ir) {
+    status = copy_llvm_string(allocator, LLVMPrintModuleToString(module), &code->llvm_ir);
+    if (status != STAX_OK) goto fail;
+  }
+  LLVMPassBuilderOptionsRef pass_options = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef error = LLVMRunPasses(module, "default<O3>", b->machine, pass_options);
+  LLVMDisposePassBuilderOptions(pass_options);
+  double optimized = now_ms();
+  if (error) {
+    status = status_from_error(error, "optimization");
+    goto fail;
+  }
+  if (keep_ir) {
+    status = copy_llvm_string(allocator, LLVMPrintModuleToString(module), &code->llvm_ir_optimized);
+    if (status != STAX_OK) goto fail;
+  }
+  if (keep_asm) {
+    status = emit_assembly(b, module, allocator, &code->assembly);
+    if (status != STAX_OK) goto fail;
+  }
+  if (failure_requested(options)) {
+    status = stax_status_make(STAX_INTERNAL, "LLVM compile of kernel '%s' failed (injected)",
+                              kernel->name);
+    goto fail;
+  }
+
+  tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(b->jit));
+  LLVMOrcThreadSafeModuleRef thread_module =
+      LLVMOrcCreateNewThreadSafeModule(module, thread_context);
+  module = NULL; /* owned by the thread-safe module, then by the JIT */
+  error = LLVMOrcLLJITAddLLVMIRModuleWithRT(b->jit, tracker, thread_module);
+  if (error) {
+    status = status_from_error(error, "adding the module");
+    goto fail;
+  }
+  status = stax_allocator_calloc(allocator, (size_t)kernel->stage_count + 1,
+                                 sizeof(stax_jit_stage_fn), (void**)&code->stages);
+  if (status != STAX_OK) goto fail;
+  code->stage_count = kernel->stage_count;
+  for (int32_t s = 0; s < kernel->stage_count; s++) {
+    char name[128];
+    snprintf(name, sizeof(name), "%s_stage%d", symbol, (int)s);
+    LLVMOrcExecutorAddress address = 0;
+    error = LLVMOrcLLJITLookup(b->jit, &address, name);
+    if (error) {
+      status = status_from_error(error, "machine code generation");
+      goto fail;
+    }
+    /* The only way from an executor address to a callable pointer. */
+    code->stages[s] = (stax_jit_stage_fn)(uintptr_t)address;
+  }
+  LLVMOrcDisposeThreadSafeContext(thread_context); /* the module keeps its own reference */
+  code->handle = tracker;
+  STAX_LOG(JIT, "kernel '%s' as %s: IR %.2f ms, O3 %.2f ms, machine code %.2f ms", kernel->name,
+           symbol, emitted - start, optimized - emitted, now_ms() - optimized);
+  return STAX_OK;
+
+fail:
+  if (module) LLVMDisposeModule(module);
+  if (tracker) {
+    LLVMErrorRef remove_error = LLVMOrcResourceTrackerRemove(tracker);
+    if (remove_error) LLVMConsumeError(remove_error);
+    LLVMOrcReleaseResourceTracker(tracker);
+  }
+  LLVMOrcDisposeThreadSafeContext(thread_context);
+  free_code_texts(code, allocator);
+  stax_allocator_free(allocator, code->stages,
+                      ((size_t)kernel->stage_count + 1) * sizeof(stax_jit_stage_fn));
+  code->stages = NULL;
+  code->stage_count = 0;
+  return status;
+}
+
+static stax_status_t llvm_compile(void* self, const stax_kir_kernel_t* kernel,
+                                  const stax_jit_compile_options_t* options,
+                                  stax_allocator_t allocator, stax_jit_code_t* out_code) {
+  llvm_backend_t* b = self;
+  memset(out_code, 0, sizeof(*out_code));
+  pthread_mutex_lock(&b->mutex);
+  stax_status_t status = b->jit ? compile_locked(b, kernel, options, allocator, out_code)
+                                : stax_status_make(STAX_INTERNAL, "the LLVM JIT was shut down");
+  pthread_mutex_unlock(&b->mutex);
+  return status;
+}
+
+static void llvm_release(void* self, stax_jit_code_t* code, stax_allocator_t allocator) {
+  llvm_backend_t* b = self;
+  if (code->handle) {
+    pthread_mutex_lock(&b->mutex);
+    /* After exit-time disposal the code is gone with the JIT already. */
+    if (b->jit) {
+      LLVMErrorRef error = LLVMOrcResourceTrackerRemove(code->handle);
+      if (error) {
+        stax_status_t status = status_from_error(error, "freeing kernel code");
+        STAX_LOG(JIT, "%s", stax_status_message(status));
+        stax_status_free(status);
+      }
+      LLVMOrcReleaseResourceTracker(code->handle);
+    }
+    pthread_mutex_unlock(&b->mutex);
+  }
+  free_code_texts(code, allocator);
+  stax_allocator_free(allocator, code->stages,
+                      ((size_t)code->stage_count + 1) * sizeof(stax_jit_stage_fn));
+  memset(code, 0, sizeof(*code));
+}
+
+static const stax_jit_backend_vtable_t llvm_vtable = {
+    .name = "llvm",
+    .target = llvm_target,
+    .compile = llvm_compile,
+    .release = llvm_release,
+};
+
+stax_status_t stax_llvm_backend_start(const stax_jit_backend_vtable_t** out_vtable,
+                                      void** out_self) {
+  *out_vtable = NULL;
+  *out_self = NULL;
+  pthread_once(&backend_once, backend_start_once);
+  if (backend_start_status != STAX_OK)
+    return stax_status_make(stax_status_code(backend_start_status), "%s",
+                            stax_status_message(backend_start_status));
+  *out_vtable = &llvm_vtable;
+  *out_self = &backend_state;
+  return STAX_OK;
+}
+
+#else /* !STAX_HAVE_LLVM */
+
+stax_status_t stax_llvm_backend_start(const stax_jit_backend_vtable_t** out_vtable,
+                                      void** out_self) {
+  *out_vtable = NULL;
+  *out_self = NULL;
+  return stax_status_make(STAX_UNIMPLEMENTED, "stax was built without LLVM: no JIT backend");
+}
+
+#endif /* STAX_HAVE_LLVM */

@@ -1,0 +1,103 @@
+/* Shared state of the lowering files:
+ *   lower.c             the entry point: checks the group, classifies its nodes, dispatches;
+ *                       values as expressions (loads, memo, spaces)
+ *   lower_ops.c         the semantics of every fusible elementwise op, as kernel IR
+ *   lower_elementwise.c elementwise groups: broadcasting, dim collapsing, loops
+ *   lower_rows.c        row kernels: reductions over the last axis with their neighbours
+ *   lower_matmul.c      MatMul / Gemm with an elementwise epilogue
+ *
+ * Values are evaluated lazily, as expressions, at the current point of the iteration space:
+ * `forms[e]` is the affine index (over the kernel's loops) of iteration dim e. An external
+ * value is a load whose index is sum(stride[d] * forms[e(d)]) over its non-broadcast dims
+ * (numpy right alignment); a node's output is its op applied to its inputs' expressions; a
+ * value a row kernel or matmul has already computed into a local is that local. Expressions
+ * are memoized per value for the current point, which keeps shared subexpressions shared (the
+ * printed IR and the compile stay linear in the group's size); every change of the point
+ * bumps the memo stamp. */
+#ifndef STAX_JIT_LOWER_INTERNAL_H_
+#define STAX_JIT_LOWER_INTERNAL_H_
+
+#include "jit/lower.h"
+
+/* Where a value lives relative to the iteration space of a row kernel: FULL values align to
+ * all its dims; ROW values (the outputs of a reduction without keepdims and what is computed
+ * from them) align to the dims before the reduced one. Other kernels only use FULL. */
+typedef enum lower_space_e { LOWER_FULL = 0, LOWER_ROW = 1 } lower_space_t;
+
+typedef struct lower_t {
+  const stax_jit_group_t* group;
+  const stax_jit_lower_options_t* options;
+  stax_kir_kernel_t* kernel;
+  stax_allocator_t allocator;
+
+  /* Per value. */
+  int32_t* buffer;                 /* kernel buffer of an input/output, -1 for temporaries */
+  int32_t* producer;               /* producing node, -1 for external inputs */
+  int32_t* producer_slot;          /* which output of the producer */
+  int32_t* uses;                   /* how many node inputs read it */
+  lower_space_t* space;            /* row kernels: the value's space */
+  const stax_kir_expr_t** fixed;   /* a value already computed (a local's read), or NULL */
+  const stax_kir_expr_t** memo[2]; /* per space */
+  uint32_t* memo_stamp[2];
+  uint32_t stamp;
+
+  /* The iteration space at the current point. */
+  int32_t rank;
+  int64_t dims[STAX_MAX_RANK];
+  stax_kir_index_t forms[STAX_MAX_RANK];
+
+  /* Per node: data a kernel-specific lowering attaches (row kernels' locals). */
+  void** node_data;
+  int32_t vector_lanes_f32; /* lanes of a native float32 vector */
+} lower_t;
+
+/* ---- helpers (lower.c) -------------------------------------------------------------------- */
+
+/* A value's name for messages ("v3" when unnamed). */
+const char* lower_value_name(const lower_t* L, int32_t value);
+const stax_jit_value_t* lower_value(const lower_t* L, int32_t value);
+/* UNIMPLEMENTED naming the group and the reason. */
+STAX_MUST_USE stax_status_t lower_refuse(const lower_t* L, const char* fmt, ...) STAX_PRINTF(2, 3);
+/* The value's expression at the current point, in the given space. */
+const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t space);
+/* Starts a new point (the forms changed): forgets memoized expressions. */
+void lower_new_point(lower_t* L);
+/* True when `value` broadcasts into dims[offset .. offset+count) of the iteration space. */
+bool lower_value_fits(const lower_t* L, int32_t value, int32_t offset, int32_t count);
+/* The index of `value`'s element at the current point (right-aligned to dims
+ * [0, space_rank)). */
+stax_kir_index_t lower_value_index(lower_t* L, int32_t value, int32_t space_rank);
+/* Stores `value` (a group output) at the current point into its buffer; its index is
+ * right-aligned to iteration dims [0, space_rank). */
+void lower_store_value(lower_t* L, stax_kir_block_t* block, int32_t value, lower_space_t space,
+                       int32_t space_rank);
+/* The vector width for the kernel's widest compute dtype. */
+int32_t lower_vector_width(const lower_t* L);
+/* A small constant operand folded at compile time: true with its value when `value` has
+ * exactly one element and its contents are known. */
+bool lower_constant_scalar(const lower_t* L, int32_t value, double* out_value);
+
+/* ---- op semantics (lower_ops.c) ------------------------------------------------------------ */
+
+/* OK when the node is an elementwise op lowering supports with these dtypes. */
+STAX_MUST_USE stax_status_t lower_check_elementwise(const lower_t* L, const stax_jit_node_t* node);
+bool lower_is_elementwise(stax_op_t op);
+/* Output `slot` of an elementwise node at the current point, its inputs in `space`. */
+const stax_kir_expr_t* lower_elementwise_expr(lower_t* L, const stax_jit_node_t* node, int32_t slot,
+                                              lower_space_t space);
+/* Reads a float attribute (with its ONNX default) or returns INVALID_ARGUMENT. */
+STAX_MUST_USE stax_status_t lower_attr_float(const stax_jit_node_t* node, const char* name,
+                                             float default_value, double* out_value);
+
+/* ---- kernel families ------------------------------------------------------------------------ */
+
+STAX_MUST_USE stax_status_t lower_elementwise_group(lower_t* L);
+bool lower_is_row_op(stax_op_t op);
+STAX_MUST_USE stax_status_t lower_row_group(lower_t* L);
+/* The expression of output `slot` of a row node at the current point (its locals computed). */
+const stax_kir_expr_t* lower_row_output_expr(lower_t* L, int32_t node, int32_t slot,
+                                             lower_space_t space);
+bool lower_is_matmul_op(stax_op_t op);
+STAX_MUST_USE stax_status_t lower_matmul_group(lower_t* L, int32_t node);
+
+#endif /* STAX_JIT_LOWER_INTERNAL_H_ */
