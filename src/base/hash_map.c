@@ -30,11 +30,15 @@ static uint64_t stax_hash_fold_multiply(uint64_t a, uint64_t b) {
 #endif
 }
 
-static uint64_t stax_hash_read64(const unsigned char* p) {
-  uint64_t value;
-  memcpy(&value, p, sizeof(value)); /* unaligned-safe; byte order only changes hash values */
+/* Little-endian whatever the host, so hashes stored in files (program checksums) agree
+ * across machines; compilers turn this into one load on little-endian hosts. */
+static uint64_t stax_hash_read_le(const unsigned char* p, size_t count) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < count; i++) value |= (uint64_t)p[i] << (8 * i);
   return value;
 }
+
+static uint64_t stax_hash_read64(const unsigned char* p) { return stax_hash_read_le(p, 8); }
 
 uint64_t stax_hash_u64(uint64_t x) {
   /* A xor-shift-multiply finalizer: a bijection on 64 bits with full avalanche. */
@@ -65,7 +69,7 @@ uint64_t stax_hash_bytes(const void* data, size_t size, uint64_t seed) {
     p += 8;
     remaining -= 8;
   }
-  if (remaining > 0) memcpy(&b, p, remaining);
+  if (remaining > 0) b = stax_hash_read_le(p, remaining);
   h = (h ^ stax_hash_fold_multiply(a ^ STAX_HASH_K1, b ^ STAX_HASH_K3)) * STAX_HASH_K0;
   return stax_hash_u64(h ^ (uint64_t)size);
 }
