@@ -8,8 +8,7 @@
 
 #include "kernels/kernel.h"
 #include "test_harness.h"
-
-static stax_allocator_t allocator(void) { return stax_allocator_system(); }
+#include "kernel_test_util.h"
 
 static const stax_dtype_t kAllDtypes[] = {
     STAX_DTYPE_FLOAT32, STAX_DTYPE_FLOAT64, STAX_DTYPE_FLOAT16, STAX_DTYPE_BFLOAT16,
@@ -18,125 +17,24 @@ static const stax_dtype_t kAllDtypes[] = {
     STAX_DTYPE_BOOL};
 #define ALL_DTYPE_COUNT ((int)(sizeof(kAllDtypes) / sizeof(kAllDtypes[0])))
 
-/* The test's own element codec (values stored are exact in the target dtype). */
-static double load_double(stax_dtype_t dtype, const void* base, int64_t i) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32: return ((const float*)base)[i];
-    case STAX_DTYPE_FLOAT64: return ((const double*)base)[i];
-    case STAX_DTYPE_FLOAT16: return stax_f16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_BFLOAT16: return stax_bf16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_INT8: return ((const int8_t*)base)[i];
-    case STAX_DTYPE_INT16: return ((const int16_t*)base)[i];
-    case STAX_DTYPE_INT32: return ((const int32_t*)base)[i];
-    case STAX_DTYPE_INT64: return (double)((const int64_t*)base)[i];
-    case STAX_DTYPE_UINT8: return ((const uint8_t*)base)[i];
-    case STAX_DTYPE_UINT16: return ((const uint16_t*)base)[i];
-    case STAX_DTYPE_UINT32: return ((const uint32_t*)base)[i];
-    case STAX_DTYPE_UINT64: return (double)((const uint64_t*)base)[i];
-    case STAX_DTYPE_BOOL: return ((const uint8_t*)base)[i];
-    default: return NAN;
-  }
-}
-
-static void store_double(stax_dtype_t dtype, void* base, int64_t i, double v) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32: ((float*)base)[i] = (float)v; break;
-    case STAX_DTYPE_FLOAT64: ((double*)base)[i] = v; break;
-    case STAX_DTYPE_FLOAT16: ((uint16_t*)base)[i] = stax_f32_to_f16((float)v); break;
-    case STAX_DTYPE_BFLOAT16: ((uint16_t*)base)[i] = stax_f32_to_bf16((float)v); break;
-    case STAX_DTYPE_INT8: ((int8_t*)base)[i] = (int8_t)v; break;
-    case STAX_DTYPE_INT16: ((int16_t*)base)[i] = (int16_t)v; break;
-    case STAX_DTYPE_INT32: ((int32_t*)base)[i] = (int32_t)v; break;
-    case STAX_DTYPE_INT64: ((int64_t*)base)[i] = (int64_t)v; break;
-    case STAX_DTYPE_UINT8: ((uint8_t*)base)[i] = (uint8_t)v; break;
-    case STAX_DTYPE_UINT16: ((uint16_t*)base)[i] = (uint16_t)v; break;
-    case STAX_DTYPE_UINT32: ((uint32_t*)base)[i] = (uint32_t)v; break;
-    case STAX_DTYPE_UINT64: ((uint64_t*)base)[i] = (uint64_t)v; break;
-    case STAX_DTYPE_BOOL: ((uint8_t*)base)[i] = (uint8_t)(v != 0); break;
-    default: break;
-  }
-}
-
-static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                                  const double* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(allocator(), dtype, rank, dims, &t));
-  if (!t) return NULL;
-  int64_t n = stax_tensor_element_count(t);
-  for (int64_t i = 0; i < n; i++)
-    store_double(dtype, stax_tensor_data(t), i, values ? values[i] : 0);
-  return t;
-}
-
-static stax_tensor_t* make_raw(stax_dtype_t dtype, int64_t count, const void* bytes) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(allocator(), dtype, 1, &count, &t));
-  if (t) memcpy(stax_tensor_data(t), bytes, (size_t)count * stax_dtype_size(dtype));
-  return t;
-}
-
-static int64_t view_offset(const stax_tensor_t* t, int64_t i) {
-  int32_t rank = stax_tensor_rank(t);
-  const int64_t* dims = stax_tensor_dims(t);
-  const int64_t* strides = stax_tensor_strides(t);
-  int64_t offset = stax_tensor_offset(t);
-  for (int32_t d = rank - 1; d >= 0; d--) {
-    offset += (i % dims[d]) * strides[d];
-    i /= dims[d];
-  }
-  return offset;
-}
-
-static double get(const stax_tensor_t* t, int64_t i) {
-  return load_double(stax_tensor_dtype(t), stax_buffer_data(stax_tensor_buffer(t)),
-                     view_offset(t, i));
-}
-
-static stax_node_attr_t int_attr(const char* name, int64_t value) {
-  stax_node_attr_t attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.name = name;
-  attr.type = STAX_ATTR_INT;
-  attr.value.i = value;
-  return attr;
-}
-
+/* Runs Cast/CastLike through a node named "cast0" with one output. */
 static stax_status_t run_kernel(stax_kernel_fn fn, stax_op_t op, const stax_node_attr_t* attrs,
                                 int32_t attr_count, stax_tensor_t** inputs, int32_t input_count,
                                 stax_tensor_t** out, stax_threadpool_t* pool) {
-  stax_node_t node;
-  memset(&node, 0, sizeof(node));
-  node.op = op;
-  node.name = "cast0";
-  node.attr_count = attr_count;
-  node.attrs = (stax_node_attr_t*)attrs;
-  stax_kernel_call_t call;
-  memset(&call, 0, sizeof(call));
-  call.node = &node;
-  call.allocator = allocator();
-  call.pool = pool;
-  call.input_count = input_count;
-  call.inputs = inputs;
-  call.output_count = 1;
-  call.outputs = out;
-  return fn(&call);
+  return kt_call_kernel(fn, op, "cast0", attrs, attr_count, inputs, input_count, out, 1,
+                        kt_allocator(), pool);
 }
 
 static stax_status_t cast(stax_tensor_t* x, stax_dtype_t to, stax_tensor_t** out,
                           stax_threadpool_t* pool) {
-  stax_node_attr_t attr = int_attr("to", stax_dtype_to_onnx(to));
+  stax_node_attr_t attr = kt_attr_int("to", stax_dtype_to_onnx(to));
   return run_kernel(stax_kernel_Cast, STAX_OP_Cast, &attr, 1, &x, 1, out, pool);
-}
-
-static void release_all(stax_tensor_t** tensors, int count) {
-  for (int i = 0; i < count; i++)
-    if (tensors[i]) stax_tensor_release(tensors[i]);
 }
 
 /* Casts `count` raw source values and compares the output's bytes with `expected` bytes. */
 static void check_bytes(stax_dtype_t from, const void* source, stax_dtype_t to,
                         const void* expected, int64_t count, int line) {
-  stax_tensor_t* x = make_raw(from, count, source);
+  stax_tensor_t* x = kt_make_raw(from, 1, &count, source);
   stax_tensor_t* out = NULL;
   CHECK_OK(cast(x, to, &out, NULL));
   if (out) {
@@ -176,18 +74,18 @@ static void test_every_pair(void) {
         for (int i = 0; i < 2; i++) values[count++] = negatives[i];
       if (from == STAX_DTYPE_BOOL) count = 2; /* 0 and 1 */
       const int64_t dims[1] = {count};
-      stax_tensor_t* x = make_tensor(from, 1, dims, values);
+      stax_tensor_t* x = kt_make_codec(from, 1, dims, values);
       stax_tensor_t* out = NULL;
       CHECK_OK(cast(x, to, &out, NULL));
       CHECK(out && stax_tensor_dtype(out) == to);
       for (int i = 0; out && i < count; i++) {
         double expected = to == STAX_DTYPE_BOOL ? values[i] != 0 : values[i];
-        if (get(out, i) != expected)
+        if (kt_get_codec(out, i) != expected)
           fprintf(stderr, "%s -> %s: %g gave %g\n", stax_dtype_name(from), stax_dtype_name(to),
-                  values[i], get(out, i));
-        CHECK_NEAR(get(out, i), expected, 0);
+                  values[i], kt_get_codec(out, i));
+        CHECK_NEAR(kt_get_codec(out, i), expected, 0);
       }
-      release_all((stax_tensor_t*[]){x, out}, 2);
+      kt_release_all((stax_tensor_t*[]){x, out}, 2);
     }
   }
 }
@@ -273,12 +171,12 @@ static void test_float_rounding(void) {
   CHECK_CAST(STAX_DTYPE_FLOAT64, tenth, STAX_DTYPE_FLOAT32, tenth_f32);
   /* specials survive between float types */
   const uint16_t half_specials[2] = {0x7E00, 0xFC00}; /* NaN, -inf */
-  stax_tensor_t* x = make_raw(STAX_DTYPE_FLOAT16, 2, half_specials);
+  stax_tensor_t* x = kt_make_raw(STAX_DTYPE_FLOAT16, 1, (int64_t[]){2}, half_specials);
   stax_tensor_t* out = NULL;
   CHECK_OK(cast(x, STAX_DTYPE_FLOAT64, &out, NULL));
-  CHECK(isnan(get(out, 0)));
-  CHECK(isinf(get(out, 1)) && get(out, 1) < 0);
-  release_all((stax_tensor_t*[]){x, out}, 2);
+  CHECK(isnan(kt_get_codec(out, 0)));
+  CHECK(isinf(kt_get_codec(out, 1)) && kt_get_codec(out, 1) < 0);
+  kt_release_all((stax_tensor_t*[]){x, out}, 2);
 }
 
 /* ---- views, outputs, CastLike, threads, errors ------------------------------------------ */
@@ -287,51 +185,51 @@ static void test_views_and_outputs(void) {
   const int64_t dims[3] = {3, 4, 5};
   double values[60];
   for (int i = 0; i < 60; i++) values[i] = i - 30;
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_INT32, 3, dims, values);
+  stax_tensor_t* base = kt_make_codec(STAX_DTYPE_INT32, 3, dims, values);
   stax_tensor_t* transposed = NULL, *sliced = NULL;
-  CHECK_OK(stax_tensor_transpose(allocator(), base, NULL, &transposed)); /* [5, 4, 3] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &transposed)); /* [5, 4, 3] */
   const int64_t starts[2] = {4, 0}, ends[2] = {-100, 4}, steps[2] = {-2, 3};
-  CHECK_OK(stax_tensor_slice(allocator(), transposed, 2, starts, ends, NULL, steps, &sliced));
+  CHECK_OK(stax_tensor_slice(kt_allocator(), transposed, 2, starts, ends, NULL, steps, &sliced));
   stax_tensor_t* views[2] = {transposed, sliced};
   for (int v = 0; v < 2; v++) {
     stax_tensor_t* out = NULL;
     CHECK_OK(cast(views[v], STAX_DTYPE_FLOAT32, &out, NULL));
     CHECK(out && stax_tensor_is_contiguous(out));
     int64_t n = stax_tensor_element_count(views[v]);
-    for (int64_t i = 0; out && i < n; i++) CHECK_NEAR(get(out, i), get(views[v], i), 0);
+    for (int64_t i = 0; out && i < n; i++) CHECK_NEAR(kt_get_codec(out, i), kt_get_codec(views[v], i), 0);
     if (out) stax_tensor_release(out);
   }
   /* a 1-D view with a stride of -3 (the flat path with a non-unit stride) */
   stax_tensor_t* flat = NULL;
   const int64_t flat_dims[1] = {60};
-  CHECK_OK(stax_tensor_reshape(allocator(), base, 1, flat_dims, false, &flat));
+  CHECK_OK(stax_tensor_reshape(kt_allocator(), base, 1, flat_dims, false, &flat));
   stax_tensor_t* strided = NULL;
   const int64_t flat_start[1] = {59}, flat_end[1] = {-100}, flat_step[1] = {-3};
   CHECK_OK(
-      stax_tensor_slice(allocator(), flat, 1, flat_start, flat_end, NULL, flat_step, &strided));
+      stax_tensor_slice(kt_allocator(), flat, 1, flat_start, flat_end, NULL, flat_step, &strided));
   stax_tensor_t* strided_out = NULL;
   CHECK_OK(cast(strided, STAX_DTYPE_FLOAT64, &strided_out, NULL));
   CHECK(strided_out && stax_tensor_element_count(strided_out) == 20);
-  for (int64_t i = 0; strided_out && i < 20; i++) CHECK_NEAR(get(strided_out, i), 29 - 3 * i, 0);
-  release_all((stax_tensor_t*[]){flat, strided, strided_out}, 3);
+  for (int64_t i = 0; strided_out && i < 20; i++) CHECK_NEAR(kt_get_codec(strided_out, i), 29 - 3 * i, 0);
+  kt_release_all((stax_tensor_t*[]){flat, strided, strided_out}, 3);
   /* CastLike takes input 1's dtype; the values of input 1 do not matter */
   const int64_t one[1] = {1};
-  stax_tensor_t* like = make_tensor(STAX_DTYPE_FLOAT16, 1, one, NULL);
+  stax_tensor_t* like = kt_make_codec(STAX_DTYPE_FLOAT16, 1, one, NULL);
   stax_tensor_t* inputs[2] = {transposed, like};
   stax_tensor_t* out = NULL;
   CHECK_OK(run_kernel(stax_kernel_CastLike, STAX_OP_CastLike, NULL, 0, inputs, 2, &out, NULL));
   CHECK(out && stax_tensor_dtype(out) == STAX_DTYPE_FLOAT16 && stax_tensor_rank(out) == 3);
-  for (int64_t i = 0; out && i < 60; i++) CHECK_NEAR(get(out, i), get(transposed, i), 0);
+  for (int64_t i = 0; out && i < 60; i++) CHECK_NEAR(kt_get_codec(out, i), kt_get_codec(transposed, i), 0);
   if (out) stax_tensor_release(out);
   /* preallocated outputs: right, wrong dims, wrong dtype */
   const int64_t t_dims[3] = {5, 4, 3};
-  stax_tensor_t* preallocated = make_tensor(STAX_DTYPE_UINT8, 3, t_dims, NULL);
+  stax_tensor_t* preallocated = kt_make_codec(STAX_DTYPE_UINT8, 3, t_dims, NULL);
   out = preallocated;
   CHECK_OK(cast(transposed, STAX_DTYPE_UINT8, &out, NULL));
   CHECK(out == preallocated);
   for (int64_t i = 0; i < 60; i++)
-    CHECK_NEAR(get(preallocated, i), (double)(uint8_t)(int32_t)get(transposed, i), 0);
-  stax_tensor_t* wrong_dims = make_tensor(STAX_DTYPE_UINT8, 3, dims, NULL);
+    CHECK_NEAR(kt_get_codec(preallocated, i), (double)(uint8_t)(int32_t)kt_get_codec(transposed, i), 0);
+  stax_tensor_t* wrong_dims = kt_make_codec(STAX_DTYPE_UINT8, 3, dims, NULL);
   out = wrong_dims;
   CHECK_ERROR(cast(transposed, STAX_DTYPE_UINT8, &out, NULL), STAX_SHAPE_MISMATCH,
               "Cast node 'cast0': output 0");
@@ -341,59 +239,59 @@ static void test_views_and_outputs(void) {
   out = NULL;
   CHECK_OK(cast(sliced, STAX_DTYPE_INT32, &out, NULL));
   for (int64_t i = 0; out && i < stax_tensor_element_count(sliced); i++)
-    CHECK_NEAR(get(out, i), get(sliced, i), 0);
+    CHECK_NEAR(kt_get_codec(out, i), kt_get_codec(sliced, i), 0);
   if (out) stax_tensor_release(out);
   const int64_t empty_dims[2] = {0, 4};
-  stax_tensor_t* empty = make_tensor(STAX_DTYPE_FLOAT64, 2, empty_dims, NULL);
+  stax_tensor_t* empty = kt_make_codec(STAX_DTYPE_FLOAT64, 2, empty_dims, NULL);
   out = NULL;
   CHECK_OK(cast(empty, STAX_DTYPE_BOOL, &out, NULL));
   CHECK(out && stax_tensor_element_count(out) == 0 && stax_tensor_rank(out) == 2);
   if (out) stax_tensor_release(out);
-  stax_tensor_t* scalar = make_tensor(STAX_DTYPE_FLOAT64, 0, NULL, (double[]){-7.9});
+  stax_tensor_t* scalar = kt_make_codec(STAX_DTYPE_FLOAT64, 0, NULL, (double[]){-7.9});
   out = NULL;
   CHECK_OK(cast(scalar, STAX_DTYPE_INT16, &out, NULL));
-  CHECK(out && stax_tensor_rank(out) == 0 && get(out, 0) == -7);
+  CHECK(out && stax_tensor_rank(out) == 0 && kt_get_codec(out, 0) == -7);
   if (out) stax_tensor_release(out);
-  release_all((stax_tensor_t*[]){base, transposed, sliced, like, preallocated, wrong_dims, empty,
+  kt_release_all((stax_tensor_t*[]){base, transposed, sliced, like, preallocated, wrong_dims, empty,
                                  scalar},
               8);
 }
 
 static void test_thread_pool(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(allocator(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   const int64_t dims[2] = {211, 1009};
   int64_t n = dims[0] * dims[1];
   double* values = malloc(sizeof(double) * (size_t)n);
   for (int64_t i = 0; i < n; i++) values[i] = (double)(i % 1000) * 0.75 - 300;
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make_codec(STAX_DTYPE_FLOAT32, 2, dims, values);
   stax_tensor_t* xt = NULL;
-  CHECK_OK(stax_tensor_transpose(allocator(), x, NULL, &xt));
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), x, NULL, &xt));
   stax_tensor_t* sources[2] = {x, xt};
   for (int s = 0; s < 2; s++) {
     stax_tensor_t* out = NULL;
     CHECK_OK(cast(sources[s], STAX_DTYPE_INT16, &out, pool));
     int64_t mismatches = 0;
     for (int64_t i = 0; out && i < n; i++)
-      if (get(out, i) != trunc(get(sources[s], i))) mismatches++;
+      if (kt_get_codec(out, i) != trunc(kt_get_codec(sources[s], i))) mismatches++;
     CHECK_EQ_INT(mismatches, 0);
     if (out) stax_tensor_release(out);
   }
   free(values);
-  release_all((stax_tensor_t*[]){x, xt}, 2);
+  kt_release_all((stax_tensor_t*[]){x, xt}, 2);
   stax_threadpool_destroy(pool);
 }
 
 static void test_errors(void) {
   const int64_t one[1] = {1};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, one, (double[]){1});
+  stax_tensor_t* x = kt_make_codec(STAX_DTYPE_FLOAT32, 1, one, (double[]){1});
   stax_tensor_t* out = NULL;
   CHECK_ERROR(run_kernel(stax_kernel_Cast, STAX_OP_Cast, NULL, 0, &x, 1, &out, NULL),
               STAX_INVALID_ARGUMENT, "Cast node 'cast0': attribute 'to' is required");
-  stax_node_attr_t string_type = int_attr("to", 8); /* ONNX STRING */
+  stax_node_attr_t string_type = kt_attr_int("to", 8); /* ONNX STRING */
   CHECK_ERROR(run_kernel(stax_kernel_Cast, STAX_OP_Cast, &string_type, 1, &x, 1, &out, NULL),
               STAX_INVALID_ARGUMENT, "attribute 'to' = 8 is not a supported dtype");
-  stax_node_attr_t huge = int_attr("to", INT64_C(1) << 40);
+  stax_node_attr_t huge = kt_attr_int("to", INT64_C(1) << 40);
   CHECK_ERROR(run_kernel(stax_kernel_Cast, STAX_OP_Cast, &huge, 1, &x, 1, &out, NULL),
               STAX_INVALID_ARGUMENT, "not a supported dtype");
   stax_node_attr_t wrong_type;
@@ -407,7 +305,7 @@ static void test_errors(void) {
   CHECK_ERROR(run_kernel(stax_kernel_CastLike, STAX_OP_CastLike, NULL, 0, only_x, 2, &out, NULL),
               STAX_INVALID_ARGUMENT, "CastLike node 'cast0': input 1 is missing");
   stax_tensor_t* missing[1] = {NULL};
-  stax_node_attr_t to_int = int_attr("to", 6);
+  stax_node_attr_t to_int = kt_attr_int("to", 6);
   CHECK_ERROR(run_kernel(stax_kernel_Cast, STAX_OP_Cast, &to_int, 1, missing, 1, &out, NULL),
               STAX_INVALID_ARGUMENT, "input 0 is missing");
   CHECK(out == NULL);

@@ -8,10 +8,9 @@
 
 #include "kernels/gemm.h"
 #include "test_harness.h"
+#include "kernel_test_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-static stax_allocator_t sys(void) { return stax_allocator_system(); }
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static double random_value(void) {
@@ -21,68 +20,16 @@ static double random_value(void) {
   return (double)(int64_t)(rng_state % 64) / 8.0 - 4.0;
 }
 
-static double load_double(stax_dtype_t dtype, const void* base, int64_t i) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32:
-      return ((const float*)base)[i];
-    case STAX_DTYPE_FLOAT64:
-      return ((const double*)base)[i];
-    case STAX_DTYPE_FLOAT16:
-      return stax_f16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_BFLOAT16:
-      return stax_bf16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_INT8:
-      return ((const int8_t*)base)[i];
-    case STAX_DTYPE_UINT8:
-      return ((const uint8_t*)base)[i];
-    case STAX_DTYPE_INT64:
-      return (double)((const int64_t*)base)[i];
-    default:
-      return NAN;
-  }
-}
-
-static void store_double(stax_dtype_t dtype, void* base, int64_t i, double v) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32:
-      ((float*)base)[i] = (float)v;
-      break;
-    case STAX_DTYPE_FLOAT64:
-      ((double*)base)[i] = v;
-      break;
-    case STAX_DTYPE_FLOAT16:
-      ((uint16_t*)base)[i] = stax_f32_to_f16((float)v);
-      break;
-    case STAX_DTYPE_BFLOAT16:
-      ((uint16_t*)base)[i] = stax_f32_to_bf16((float)v);
-      break;
-    case STAX_DTYPE_INT8:
-      ((int8_t*)base)[i] = (int8_t)v;
-      break;
-    case STAX_DTYPE_UINT8:
-      ((uint8_t*)base)[i] = (uint8_t)v;
-      break;
-    default:
-      break;
-  }
-}
-
-static double round_to(stax_dtype_t dtype, double v) {
-  unsigned char slot[8];
-  store_double(dtype, slot, 0, v);
-  return load_double(dtype, slot, 0);
-}
-
 static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims) {
   stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(sys(), dtype, rank, dims, &t));
+  CHECK_OK(stax_tensor_create(kt_allocator(), dtype, rank, dims, &t));
   if (!t) return NULL;
   int64_t n = stax_tensor_element_count(t);
   for (int64_t i = 0; i < n; i++) {
     double v = random_value();
     if (dtype == STAX_DTYPE_INT8) v = (double)(int64_t)(v * 8);
     if (dtype == STAX_DTYPE_UINT8) v = (double)(int64_t)(v * 8 + 32);
-    store_double(dtype, stax_tensor_data(t), i, v);
+    kt_store_codec(dtype, stax_tensor_data(t), i, v);
   }
   return t;
 }
@@ -100,58 +47,26 @@ static double* to_doubles(const stax_tensor_t* t) {
       offset += (rest % dims[d]) * strides[d];
       rest /= dims[d];
     }
-    values[i] = load_double(stax_tensor_dtype(t), stax_tensor_data(t), offset);
+    values[i] = kt_load_codec(stax_tensor_dtype(t), stax_tensor_data(t), offset);
   }
   return values;
-}
-
-static void release(stax_tensor_t* t) {
-  if (t) stax_tensor_release(t);
-}
-
-static stax_node_attr_t ints_attr(const char* name, int32_t count, const int64_t* data) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_INTS};
-  a.value.ints.count = count;
-  a.value.ints.data = data;
-  return a;
-}
-static stax_node_attr_t int_attr(const char* name, int64_t v) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_INT};
-  a.value.i = v;
-  return a;
-}
-static stax_node_attr_t string_attr(const char* name, const char* v) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_STRING};
-  a.value.s = v;
-  return a;
 }
 
 static stax_status_t run_kernel(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_count,
                                 stax_tensor_t* const* inputs, int32_t input_count,
                                 stax_threadpool_t* pool, stax_tensor_t** outputs,
                                 int32_t output_count) {
-  stax_node_t node = {.op = op, .name = "n", .attr_count = attr_count, .attrs = attrs};
-  stax_kernel_call_t call = {.node = &node,
-                             .allocator = sys(),
-                             .pool = pool,
-                             .input_count = input_count,
-                             .inputs = inputs,
-                             .output_count = output_count,
-                             .outputs = outputs};
+  stax_kernel_fn fn = stax_kernel_GlobalMaxPool;
   switch (op) {
-    case STAX_OP_Conv:
-      return stax_kernel_Conv(&call);
-    case STAX_OP_ConvTranspose:
-      return stax_kernel_ConvTranspose(&call);
-    case STAX_OP_MaxPool:
-      return stax_kernel_MaxPool(&call);
-    case STAX_OP_AveragePool:
-      return stax_kernel_AveragePool(&call);
-    case STAX_OP_GlobalAveragePool:
-      return stax_kernel_GlobalAveragePool(&call);
-    default:
-      return stax_kernel_GlobalMaxPool(&call);
+    case STAX_OP_Conv: fn = stax_kernel_Conv; break;
+    case STAX_OP_ConvTranspose: fn = stax_kernel_ConvTranspose; break;
+    case STAX_OP_MaxPool: fn = stax_kernel_MaxPool; break;
+    case STAX_OP_AveragePool: fn = stax_kernel_AveragePool; break;
+    case STAX_OP_GlobalAveragePool: fn = stax_kernel_GlobalAveragePool; break;
+    default: break;
   }
+  return kt_call_kernel(fn, op, "n", attrs, attr_count, inputs, input_count, outputs, output_count,
+                        kt_allocator(), pool);
 }
 
 /* Window parameters of a reference computation (resolved pads: begin..., then end...). */
@@ -184,7 +99,7 @@ static void compare(const stax_tensor_t* out, const double* expected, int64_t co
   double* got = to_doubles(out);
   int bad = 0;
   for (int64_t i = 0; i < count; i++) {
-    double e = round_to(stax_tensor_dtype(out), expected[i]);
+    double e = kt_round_to(stax_tensor_dtype(out), expected[i]);
     bool nan_ok = isnan(e) && isnan(got[i]);
     if (!nan_ok && !(fabs(got[i] - e) <= tolerance * (1 + fabs(e))) && bad++ < 3)
       fprintf(stderr, "%s [%lld]: %.9g vs %.9g\n", what, (long long)i, got[i], e);
@@ -254,7 +169,7 @@ static void run_conv_case(const conv_case_t* cc, stax_threadpool_t* pool) {
     int64_t swapped[4] = {cc->x_dims[0], cc->x_dims[1], cc->x_dims[3], cc->x_dims[2]};
     base = make_tensor(cc->dtype, 4, swapped);
     const int32_t perm[4] = {0, 1, 3, 2};
-    CHECK_OK(stax_tensor_transpose(sys(), base, perm, &x));
+    CHECK_OK(stax_tensor_transpose(kt_allocator(), base, perm, &x));
   } else {
     x = make_tensor(cc->dtype, cc->rank, cc->x_dims);
   }
@@ -264,15 +179,15 @@ static void run_conv_case(const conv_case_t* cc, stax_threadpool_t* pool) {
   stax_node_attr_t attrs[8];
   int32_t count = 0;
   const window_params_t* p = &cc->window;
-  attrs[count++] = ints_attr("strides", spatial, p->strides);
-  attrs[count++] = ints_attr("dilations", spatial, p->dilations);
-  attrs[count++] = int_attr("group", p->group);
+  attrs[count++] = kt_attr_ints("strides", spatial, p->strides);
+  attrs[count++] = kt_attr_ints("dilations", spatial, p->dilations);
+  attrs[count++] = kt_attr_int("group", p->group);
   if (cc->auto_pad) {
-    attrs[count++] = string_attr("auto_pad", cc->auto_pad);
+    attrs[count++] = kt_attr_string("auto_pad", cc->auto_pad);
   } else {
-    attrs[count++] = ints_attr("pads", 2 * spatial, p->pads);
+    attrs[count++] = kt_attr_ints("pads", 2 * spatial, p->pads);
   }
-  if (cc->kernel_shape_attr) attrs[count++] = ints_attr("kernel_shape", spatial, cc->w_dims + 2);
+  if (cc->kernel_shape_attr) attrs[count++] = kt_attr_ints("kernel_shape", spatial, cc->w_dims + 2);
   stax_tensor_t* inputs[3] = {x, w, b};
   stax_tensor_t* y = NULL;
   CHECK_OK(run_kernel(STAX_OP_Conv, attrs, count, inputs, b ? 3 : 2, pool, &y, 1));
@@ -290,16 +205,16 @@ static void run_conv_case(const conv_case_t* cc, stax_threadpool_t* pool) {
   } else {
     CHECK(y != NULL);
   }
-  release(y);
-  release(x);
-  release(base);
-  release(w);
-  release(b);
+  kt_release(y);
+  kt_release(x);
+  kt_release(base);
+  kt_release(w);
+  kt_release(b);
 }
 
 static void test_conv_2d(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   conv_case_t cc = {.dtype = STAX_DTYPE_FLOAT32,
                     .rank = 4,
                     .x_dims = {2, 3, 9, 11},
@@ -334,7 +249,7 @@ static void test_conv_2d(void) {
 
 static void test_conv_groups_and_pointwise(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 3, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 3, &pool));
   /* group 2: 4 input channels, 6 outputs. */
   conv_case_t cc = {.dtype = STAX_DTYPE_FLOAT32,
                     .rank = 4,
@@ -387,7 +302,7 @@ static void test_conv_groups_and_pointwise(void) {
 
 static void test_conv_1d_3d_auto_pad_and_chunks(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   conv_case_t c1 = {.dtype = STAX_DTYPE_FLOAT32,
                     .rank = 3,
                     .x_dims = {1, 2, 17},
@@ -453,29 +368,29 @@ static void test_conv_errors(void) {
   stax_tensor_t* bad_channels[2] = {x, w_bad_channels};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, NULL, 0, bad_channels, 2, NULL, &y, 1), STAX_SHAPE_MISMATCH,
               "input 0 has 3 channels (dim 1) but input 1 dim 1 (2) x group 1");
-  stax_node_attr_t group3[1] = {int_attr("group", 3)};
+  stax_node_attr_t group3[1] = {kt_attr_int("group", 3)};
   stax_tensor_t* grouped[2] = {x, w_groups};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, group3, 1, grouped, 2, NULL, &y, 1), STAX_SHAPE_MISMATCH,
               "not divisible by group 3");
-  stax_node_attr_t group0[1] = {int_attr("group", 0)};
+  stax_node_attr_t group0[1] = {kt_attr_int("group", 0)};
   stax_tensor_t* plain[2] = {x, w};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, group0, 1, plain, 2, NULL, &y, 1), STAX_INVALID_ARGUMENT,
               "group");
   const int64_t kernel[2] = {2, 2};
-  stax_node_attr_t bad_kernel[1] = {ints_attr("kernel_shape", 2, kernel)};
+  stax_node_attr_t bad_kernel[1] = {kt_attr_ints("kernel_shape", 2, kernel)};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, bad_kernel, 1, plain, 2, NULL, &y, 1), STAX_SHAPE_MISMATCH,
               "attribute 'kernel_shape'[0] = 2 but input 1 dim 2 is 3");
-  stax_node_attr_t short_kernel[1] = {ints_attr("kernel_shape", 1, kernel)};
+  stax_node_attr_t short_kernel[1] = {kt_attr_ints("kernel_shape", 1, kernel)};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, short_kernel, 1, plain, 2, NULL, &y, 1),
               STAX_INVALID_ARGUMENT, "has 1 values, expected 2");
   stax_tensor_t* too_big[2] = {x, w_big};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, NULL, 0, too_big, 2, NULL, &y, 1), STAX_SHAPE_MISMATCH,
               "too small");
-  stax_node_attr_t bad_pad[1] = {string_attr("auto_pad", "SAME")};
+  stax_node_attr_t bad_pad[1] = {kt_attr_string("auto_pad", "SAME")};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, bad_pad, 1, plain, 2, NULL, &y, 1), STAX_INVALID_ARGUMENT,
               "auto_pad");
   const int64_t pads[4] = {1, 1, 1, 1};
-  stax_node_attr_t both[2] = {string_attr("auto_pad", "VALID"), ints_attr("pads", 4, pads)};
+  stax_node_attr_t both[2] = {kt_attr_string("auto_pad", "VALID"), kt_attr_ints("pads", 4, pads)};
   CHECK_ERROR(run_kernel(STAX_OP_Conv, both, 2, plain, 2, NULL, &y, 1), STAX_INVALID_ARGUMENT,
               "cannot be combined");
   stax_tensor_t* with_bias[3] = {x, w, bias};
@@ -488,14 +403,14 @@ static void test_conv_errors(void) {
   CHECK_ERROR(run_kernel(STAX_OP_Conv, NULL, 0, flat, 2, NULL, &y, 1), STAX_INVALID_ARGUMENT,
               "rank");
   CHECK(y == NULL);
-  release(x);
-  release(w_bad_channels);
-  release(w);
-  release(w_groups);
-  release(w_big);
-  release(bias);
-  release(x64);
-  release(x2d);
+  kt_release(x);
+  kt_release(w_bad_channels);
+  kt_release(w);
+  kt_release(w_groups);
+  kt_release(w_big);
+  kt_release(bias);
+  kt_release(x64);
+  kt_release(x2d);
 }
 
 /* ---- ConvTranspose ----------------------------------------------------------------------- */
@@ -556,13 +471,13 @@ static void run_transpose_case(const transpose_case_t* tc, stax_threadpool_t* po
   const window_params_t* p = &tc->window;
   stax_node_attr_t attrs[8];
   int32_t count = 0;
-  attrs[count++] = ints_attr("strides", spatial, p->strides);
-  attrs[count++] = ints_attr("dilations", spatial, p->dilations);
-  attrs[count++] = int_attr("group", p->group);
-  attrs[count++] = ints_attr("output_padding", spatial, tc->output_padding);
-  if (tc->auto_pad) attrs[count++] = string_attr("auto_pad", tc->auto_pad);
-  if (tc->output_shape) attrs[count++] = ints_attr("output_shape", spatial, tc->output_shape);
-  if (!tc->auto_pad && !tc->output_shape) attrs[count++] = ints_attr("pads", 2 * spatial, p->pads);
+  attrs[count++] = kt_attr_ints("strides", spatial, p->strides);
+  attrs[count++] = kt_attr_ints("dilations", spatial, p->dilations);
+  attrs[count++] = kt_attr_int("group", p->group);
+  attrs[count++] = kt_attr_ints("output_padding", spatial, tc->output_padding);
+  if (tc->auto_pad) attrs[count++] = kt_attr_string("auto_pad", tc->auto_pad);
+  if (tc->output_shape) attrs[count++] = kt_attr_ints("output_shape", spatial, tc->output_shape);
+  if (!tc->auto_pad && !tc->output_shape) attrs[count++] = kt_attr_ints("pads", 2 * spatial, p->pads);
   stax_tensor_t* inputs[3] = {x, w, b};
   stax_tensor_t* y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ConvTranspose, attrs, count, inputs, b ? 3 : 2, pool, &y, 1));
@@ -580,15 +495,15 @@ static void run_transpose_case(const transpose_case_t* tc, stax_threadpool_t* po
   } else {
     CHECK(y != NULL);
   }
-  release(y);
-  release(x);
-  release(w);
-  release(b);
+  kt_release(y);
+  kt_release(x);
+  kt_release(w);
+  kt_release(b);
 }
 
 static void test_conv_transpose(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   /* 2-D, stride 2, pads 1, output_padding 1: 2*(4-1)+1+3-2 = 8, 2*(5-1)+1+3-2 = 10. */
   transpose_case_t tc = {.dtype = STAX_DTYPE_FLOAT32,
                          .rank = 4,
@@ -673,24 +588,24 @@ static void test_conv_transpose_errors(void) {
               "input 0 has 3 channels (dim 1) but input 1 dim 0 is 2");
   stax_tensor_t* good[2] = {x, w};
   const int64_t padding[2] = {1, 1};
-  stax_node_attr_t bad_padding[1] = {ints_attr("output_padding", 2, padding)};
+  stax_node_attr_t bad_padding[1] = {kt_attr_ints("output_padding", 2, padding)};
   CHECK_ERROR(run_kernel(STAX_OP_ConvTranspose, bad_padding, 1, good, 2, NULL, &y, 1),
               STAX_INVALID_ARGUMENT, "output_padding");
-  stax_node_attr_t group2[1] = {int_attr("group", 2)};
+  stax_node_attr_t group2[1] = {kt_attr_int("group", 2)};
   CHECK_ERROR(run_kernel(STAX_OP_ConvTranspose, group2, 1, good, 2, NULL, &y, 1),
               STAX_SHAPE_MISMATCH, "not divisible by group 2");
   const int64_t pads[4] = {3, 3, 3, 3};
-  stax_node_attr_t huge_pads[1] = {ints_attr("pads", 4, pads)};
+  stax_node_attr_t huge_pads[1] = {kt_attr_ints("pads", 4, pads)};
   CHECK_ERROR(run_kernel(STAX_OP_ConvTranspose, huge_pads, 1, good, 2, NULL, &y, 1),
               STAX_SHAPE_MISMATCH, "at least 1");
   const int64_t shape[3] = {5, 5, 5};
-  stax_node_attr_t bad_shape[1] = {ints_attr("output_shape", 3, shape)};
+  stax_node_attr_t bad_shape[1] = {kt_attr_ints("output_shape", 3, shape)};
   CHECK_ERROR(run_kernel(STAX_OP_ConvTranspose, bad_shape, 1, good, 2, NULL, &y, 1),
               STAX_INVALID_ARGUMENT, "output_shape");
   CHECK(y == NULL);
-  release(x);
-  release(w_bad);
-  release(w);
+  kt_release(x);
+  kt_release(w_bad);
+  kt_release(w);
 }
 
 /* ---- pools ------------------------------------------------------------------------------- */
@@ -711,19 +626,19 @@ static void run_pool_case(const pool_case_t* pc, stax_threadpool_t* pool) {
   const window_params_t* p = &pc->window;
   stax_node_attr_t attrs[8];
   int32_t count = 0;
-  attrs[count++] = ints_attr("kernel_shape", spatial, pc->kernel);
-  attrs[count++] = ints_attr("strides", spatial, p->strides);
-  attrs[count++] = ints_attr("dilations", spatial, p->dilations);
-  attrs[count++] = int_attr("ceil_mode", pc->ceil_mode);
+  attrs[count++] = kt_attr_ints("kernel_shape", spatial, pc->kernel);
+  attrs[count++] = kt_attr_ints("strides", spatial, p->strides);
+  attrs[count++] = kt_attr_ints("dilations", spatial, p->dilations);
+  attrs[count++] = kt_attr_int("ceil_mode", pc->ceil_mode);
   if (pc->op == STAX_OP_MaxPool) {
-    attrs[count++] = int_attr("storage_order", pc->column_major);
+    attrs[count++] = kt_attr_int("storage_order", pc->column_major);
   } else {
-    attrs[count++] = int_attr("count_include_pad", pc->count_include_pad);
+    attrs[count++] = kt_attr_int("count_include_pad", pc->count_include_pad);
   }
   if (pc->auto_pad) {
-    attrs[count++] = string_attr("auto_pad", pc->auto_pad);
+    attrs[count++] = kt_attr_string("auto_pad", pc->auto_pad);
   } else {
-    attrs[count++] = ints_attr("pads", 2 * spatial, p->pads);
+    attrs[count++] = kt_attr_ints("pads", 2 * spatial, p->pads);
   }
   stax_tensor_t* outputs[2] = {NULL, NULL};
   CHECK_OK(run_kernel(pc->op, attrs, count, &x, 1, pool, outputs, pc->indices ? 2 : 1));
@@ -789,14 +704,14 @@ static void run_pool_case(const pool_case_t* pc, stax_threadpool_t* pool) {
   } else {
     CHECK(y != NULL);
   }
-  release(outputs[0]);
-  release(outputs[1]);
-  release(x);
+  kt_release(outputs[0]);
+  kt_release(outputs[1]);
+  kt_release(x);
 }
 
 static void test_max_pool(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   pool_case_t pc = {.op = STAX_OP_MaxPool,
                     .dtype = STAX_DTYPE_FLOAT32,
                     .rank = 4,
@@ -884,7 +799,7 @@ static void test_average_and_global_pool(void) {
   stax_tensor_t* base = make_tensor(STAX_DTYPE_FLOAT32, 5, (int64_t[]){2, 3, 4, 5, 6});
   stax_tensor_t* x = NULL;
   const int32_t perm[5] = {0, 1, 4, 2, 3};
-  CHECK_OK(stax_tensor_transpose(sys(), base, perm, &x));
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, perm, &x));
   double* xv = to_doubles(x);
   for (int kind = 0; kind < 2; kind++) {
     stax_op_t op = kind ? STAX_OP_GlobalMaxPool : STAX_OP_GlobalAveragePool;
@@ -902,11 +817,11 @@ static void test_average_and_global_pool(void) {
       }
       compare(y, expected, 6, 1e-6, kind ? "GlobalMaxPool" : "GlobalAveragePool");
     }
-    release(y);
+    kt_release(y);
   }
   free(xv);
-  release(x);
-  release(base);
+  kt_release(x);
+  kt_release(base);
 }
 
 static void test_pool_errors(void) {
@@ -917,24 +832,24 @@ static void test_pool_errors(void) {
   CHECK_ERROR(run_kernel(STAX_OP_MaxPool, NULL, 0, &x, 1, NULL, outputs, 1), STAX_INVALID_ARGUMENT,
               "kernel_shape");
   const int64_t kernel[2] = {2, 2}, big[2] = {6, 2};
-  stax_node_attr_t k2[1] = {ints_attr("kernel_shape", 2, kernel)};
+  stax_node_attr_t k2[1] = {kt_attr_ints("kernel_shape", 2, kernel)};
   CHECK_ERROR(run_kernel(STAX_OP_AveragePool, k2, 1, &i8, 1, NULL, outputs, 1), STAX_DTYPE_MISMATCH,
               "int8");
   CHECK_ERROR(run_kernel(STAX_OP_MaxPool, k2, 1, &flat, 1, NULL, outputs, 1), STAX_INVALID_ARGUMENT,
               "rank");
-  stax_node_attr_t too_big[1] = {ints_attr("kernel_shape", 2, big)};
+  stax_node_attr_t too_big[1] = {kt_attr_ints("kernel_shape", 2, big)};
   CHECK_ERROR(run_kernel(STAX_OP_MaxPool, too_big, 1, &x, 1, NULL, outputs, 1), STAX_SHAPE_MISMATCH,
               "too small");
-  stax_node_attr_t bad_order[2] = {ints_attr("kernel_shape", 2, kernel),
-                                   int_attr("storage_order", 2)};
+  stax_node_attr_t bad_order[2] = {kt_attr_ints("kernel_shape", 2, kernel),
+                                   kt_attr_int("storage_order", 2)};
   CHECK_ERROR(run_kernel(STAX_OP_MaxPool, bad_order, 2, &x, 1, NULL, outputs, 1),
               STAX_INVALID_ARGUMENT, "storage_order");
   CHECK_ERROR(run_kernel(STAX_OP_GlobalMaxPool, NULL, 0, &i8, 1, NULL, outputs, 1),
               STAX_DTYPE_MISMATCH, "int8");
   CHECK(outputs[0] == NULL && outputs[1] == NULL);
-  release(x);
-  release(i8);
-  release(flat);
+  kt_release(x);
+  kt_release(i8);
+  kt_release(flat);
 }
 
 /* ---- allocation failures ----------------------------------------------------------------- */
@@ -946,7 +861,7 @@ static void fault_sweep(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_coun
   bool succeeded = false;
   for (uint64_t fail_at = 1; fail_at < 64 && !succeeded; fail_at++) {
     stax_failing_allocator_t failing;
-    stax_failing_allocator_init(&failing, sys(), fail_at);
+    stax_failing_allocator_init(&failing, kt_allocator(), fail_at);
     stax_node_t node = {.op = op, .name = "n", .attr_count = attr_count, .attrs = attrs};
     stax_tensor_t* out[2] = {NULL, NULL};
     stax_kernel_call_t call = {.node = &node,
@@ -966,8 +881,8 @@ static void fault_sweep(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_coun
       CHECK(out[0] == NULL && out[1] == NULL);
       stax_status_free(status);
     }
-    release(out[0]);
-    release(out[1]);
+    kt_release(out[0]);
+    kt_release(out[1]);
     CHECK_EQ_INT(failing.live_allocations, 0);
   }
   CHECK(succeeded);
@@ -978,19 +893,19 @@ static void test_allocation_failures(void) {
   stax_tensor_t* w = make_tensor(STAX_DTYPE_FLOAT16, 4, (int64_t[]){4, 4, 3, 2});
   stax_tensor_t* b = make_tensor(STAX_DTYPE_FLOAT16, 1, (int64_t[]){4});
   stax_tensor_t* xt = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), w, (int32_t[]){0, 1, 3, 2}, &xt)); /* forces a copy */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), w, (int32_t[]){0, 1, 3, 2}, &xt)); /* forces a copy */
   stax_tensor_t* conv[3] = {x, w, b};
   fault_sweep(STAX_OP_Conv, NULL, 0, conv, 3);
   stax_tensor_t* strided[3] = {x, xt, NULL};
   fault_sweep(STAX_OP_Conv, NULL, 0, strided, 2);
   fault_sweep(STAX_OP_ConvTranspose, NULL, 0, conv, 3);
   const int64_t kernel[2] = {2, 2};
-  stax_node_attr_t k2[1] = {ints_attr("kernel_shape", 2, kernel)};
+  stax_node_attr_t k2[1] = {kt_attr_ints("kernel_shape", 2, kernel)};
   fault_sweep(STAX_OP_MaxPool, k2, 1, &x, 1);
-  release(x);
-  release(w);
-  release(b);
-  release(xt);
+  kt_release(x);
+  kt_release(w);
+  kt_release(b);
+  kt_release(xt);
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_allocation_failures), STAX_TEST(test_conv_2d),

@@ -11,10 +11,9 @@
 
 #include "kernels/gemm.h"
 #include "test_harness.h"
+#include "kernel_test_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-static stax_allocator_t sys(void) { return stax_allocator_system(); }
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t next_random(void) {
@@ -27,86 +26,6 @@ static uint64_t next_random(void) {
 static double random_value(void) { return (double)(int64_t)(next_random() % 64) / 8.0 - 4.0; }
 static int64_t random_int(int64_t low, int64_t high) {
   return low + (int64_t)(next_random() % (uint64_t)(high - low + 1));
-}
-
-static double load_double(stax_dtype_t dtype, const void* base, int64_t i) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32:
-      return ((const float*)base)[i];
-    case STAX_DTYPE_FLOAT64:
-      return ((const double*)base)[i];
-    case STAX_DTYPE_FLOAT16:
-      return stax_f16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_BFLOAT16:
-      return stax_bf16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_INT8:
-      return ((const int8_t*)base)[i];
-    case STAX_DTYPE_INT16:
-      return ((const int16_t*)base)[i];
-    case STAX_DTYPE_INT32:
-      return ((const int32_t*)base)[i];
-    case STAX_DTYPE_INT64:
-      return (double)((const int64_t*)base)[i];
-    case STAX_DTYPE_UINT8:
-      return ((const uint8_t*)base)[i];
-    case STAX_DTYPE_UINT16:
-      return ((const uint16_t*)base)[i];
-    case STAX_DTYPE_UINT32:
-      return ((const uint32_t*)base)[i];
-    case STAX_DTYPE_UINT64:
-      return (double)((const uint64_t*)base)[i];
-    default:
-      return NAN;
-  }
-}
-
-static void store_double(stax_dtype_t dtype, void* base, int64_t i, double v) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32:
-      ((float*)base)[i] = (float)v;
-      break;
-    case STAX_DTYPE_FLOAT64:
-      ((double*)base)[i] = v;
-      break;
-    case STAX_DTYPE_FLOAT16:
-      ((uint16_t*)base)[i] = stax_f32_to_f16((float)v);
-      break;
-    case STAX_DTYPE_BFLOAT16:
-      ((uint16_t*)base)[i] = stax_f32_to_bf16((float)v);
-      break;
-    case STAX_DTYPE_INT8:
-      ((int8_t*)base)[i] = (int8_t)v;
-      break;
-    case STAX_DTYPE_INT16:
-      ((int16_t*)base)[i] = (int16_t)v;
-      break;
-    case STAX_DTYPE_INT32:
-      ((int32_t*)base)[i] = (int32_t)v;
-      break;
-    case STAX_DTYPE_INT64:
-      ((int64_t*)base)[i] = (int64_t)v;
-      break;
-    case STAX_DTYPE_UINT8:
-      ((uint8_t*)base)[i] = (uint8_t)v;
-      break;
-    case STAX_DTYPE_UINT16:
-      ((uint16_t*)base)[i] = (uint16_t)v;
-      break;
-    case STAX_DTYPE_UINT32:
-      ((uint32_t*)base)[i] = (uint32_t)v;
-      break;
-    case STAX_DTYPE_UINT64:
-      ((uint64_t*)base)[i] = (uint64_t)v;
-      break;
-    default:
-      break;
-  }
-}
-
-static double round_to(stax_dtype_t dtype, double v) {
-  unsigned char slot[8];
-  store_double(dtype, slot, 0, v);
-  return load_double(dtype, slot, 0);
 }
 
 /* The low bits of v read as an integer dtype: what wrap-around arithmetic leaves. */
@@ -135,14 +54,14 @@ static double wrap_to(stax_dtype_t dtype, uint64_t v) {
 static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
                                   const double* values) {
   stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(sys(), dtype, rank, dims, &t));
+  CHECK_OK(stax_tensor_create(kt_allocator(), dtype, rank, dims, &t));
   if (!t) return NULL;
   int64_t n = stax_tensor_element_count(t);
   for (int64_t i = 0; i < n; i++) {
     double v = values ? values[i] : random_value();
     if (!values && !stax_dtype_is_float(dtype)) v = (double)random_int(-5, 5);
     if (!values && stax_dtype_is_unsigned_int(dtype)) v = (double)random_int(0, 9);
-    store_double(dtype, stax_tensor_data(t), i, v);
+    kt_store_codec(dtype, stax_tensor_data(t), i, v);
   }
   return t;
 }
@@ -157,48 +76,17 @@ static double view_value(const stax_tensor_t* t, int64_t i) {
     offset += (i % dims[d]) * strides[d];
     i /= dims[d];
   }
-  return load_double(stax_tensor_dtype(t), stax_tensor_data(t), offset);
+  return kt_load_codec(stax_tensor_dtype(t), stax_tensor_data(t), offset);
 }
 
 static stax_status_t run_kernel(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_count,
                                 stax_tensor_t* const* inputs, int32_t input_count,
                                 stax_threadpool_t* pool, stax_tensor_t** out) {
-  stax_node_t node = {.op = op, .name = "n", .attr_count = attr_count, .attrs = attrs};
-  stax_kernel_call_t call = {.node = &node,
-                             .allocator = sys(),
-                             .pool = pool,
-                             .input_count = input_count,
-                             .inputs = inputs,
-                             .output_count = 1,
-                             .outputs = out};
-  switch (op) {
-    case STAX_OP_MatMul:
-      return stax_kernel_MatMul(&call);
-    case STAX_OP_Gemm:
-      return stax_kernel_Gemm(&call);
-    default:
-      return stax_kernel_Einsum(&call);
-  }
-}
-
-static stax_node_attr_t int_attr(const char* name, int64_t v) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_INT};
-  a.value.i = v;
-  return a;
-}
-static stax_node_attr_t float_attr(const char* name, float v) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_FLOAT};
-  a.value.f = v;
-  return a;
-}
-static stax_node_attr_t string_attr(const char* name, const char* v) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_STRING};
-  a.value.s = v;
-  return a;
-}
-
-static void release(stax_tensor_t* t) {
-  if (t) stax_tensor_release(t);
+  stax_kernel_fn fn = op == STAX_OP_MatMul ? stax_kernel_MatMul
+                      : op == STAX_OP_Gemm ? stax_kernel_Gemm
+                                           : stax_kernel_Einsum;
+  return kt_call_kernel(fn, op, "n", attrs, attr_count, inputs, input_count, out, 1,
+                        kt_allocator(), pool);
 }
 
 /* ---- the GEMM core ----------------------------------------------------------------------- */
@@ -224,7 +112,7 @@ static void check_core_f32(int64_t m, int64_t n, int64_t k, bool trans_a, bool t
       expected[i * n + j] = alpha * sum + (beta != 0 ? beta * c[i * n + j] : 0);
     }
   }
-  CHECK_OK(stax_gemm(sys(), STAX_DTYPE_FLOAT32, pool, m, n, k, alpha, &ao, &bo, beta, c, n, 1));
+  CHECK_OK(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT32, pool, m, n, k, alpha, &ao, &bo, beta, c, n, 1));
   int bad = 0;
   for (int64_t i = 0; i < m * n && bad < 3; i++) {
     if (fabs(c[i] - expected[i]) > 1e-3 * (1 + fabs(expected[i]))) {
@@ -249,7 +137,7 @@ static void check_core_f64(int64_t m, int64_t n, int64_t k) {
   for (int64_t i = 0; i < m * k; i++) a[i] = random_value();
   for (int64_t i = 0; i < k * n; i++) b[i] = random_value();
   stax_gemm_operand_t ao = {STAX_DTYPE_FLOAT64, a, 1, m}, bo = {STAX_DTYPE_FLOAT64, b, n, 1};
-  CHECK_OK(stax_gemm(sys(), STAX_DTYPE_FLOAT64, NULL, m, n, k, 1.0, &ao, &bo, 0.0, c, 2 * n, 2));
+  CHECK_OK(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT64, NULL, m, n, k, 1.0, &ao, &bo, 0.0, c, 2 * n, 2));
   int bad = 0;
   for (int64_t i = 0; i < m; i++) {
     for (int64_t j = 0; j < n; j++) {
@@ -291,7 +179,7 @@ static void test_core_odd_sizes_every_isa(void) {
 
 static void test_core_blocks_and_threads(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 3, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 3, &pool));
   check_core_f32(200, 150, 600, false, false, 1.0, 0.0, pool); /* K over KC, M over MC */
   check_core_f32(97, 130, 257, true, false, 1.0, 1.0, pool);   /* K one past a KC block */
   check_core_f32(5, 2100, 9, false, true, 1.0, 0.0, pool);     /* N over one NC panel */
@@ -318,9 +206,9 @@ static void test_core_halves_f64_and_k0(void) {
     }
     stax_dtype_t dtype = half ? STAX_DTYPE_BFLOAT16 : STAX_DTYPE_FLOAT16;
     stax_gemm_operand_t ao = {dtype, a16, k, 1}, bo = {dtype, b16, n, 1};
-    CHECK_OK(stax_gemm(sys(), STAX_DTYPE_FLOAT32, NULL, m, n, k, 1.0, &ao, &bo, 0.0, c32, n, 1));
+    CHECK_OK(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT32, NULL, m, n, k, 1.0, &ao, &bo, 0.0, c32, n, 1));
     stax_gemm_operand_t a8 = {STAX_DTYPE_FLOAT64, a64, k, 1}, b8 = {STAX_DTYPE_FLOAT64, b64, n, 1};
-    CHECK_OK(stax_gemm(sys(), STAX_DTYPE_FLOAT64, NULL, m, n, k, 1.0, &a8, &b8, 0.0, c64, n, 1));
+    CHECK_OK(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT64, NULL, m, n, k, 1.0, &a8, &b8, 0.0, c64, n, 1));
     for (int64_t i = 0; i < m; i++) {
       for (int64_t j = 0; j < n; j++) {
         double sum = 0;
@@ -333,14 +221,14 @@ static void test_core_halves_f64_and_k0(void) {
   /* K = 0: C = beta * C, and beta = 0 clears C even when it held NaN. */
   float c[6] = {NAN, 1, 2, 3, 4, 5};
   stax_gemm_operand_t empty = {STAX_DTYPE_FLOAT32, c, 0, 0};
-  CHECK_OK(stax_gemm(sys(), STAX_DTYPE_FLOAT32, NULL, 2, 3, 0, 1.0, &empty, &empty, 0.0, c, 3, 1));
+  CHECK_OK(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT32, NULL, 2, 3, 0, 1.0, &empty, &empty, 0.0, c, 3, 1));
   for (int i = 0; i < 6; i++) CHECK(c[i] == 0.0f);
   float d[4] = {1, 2, 3, 4};
-  CHECK_OK(stax_gemm(sys(), STAX_DTYPE_FLOAT32, NULL, 2, 2, 0, 1.0, &empty, &empty, 2.0, d, 2, 1));
+  CHECK_OK(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT32, NULL, 2, 2, 0, 1.0, &empty, &empty, 2.0, d, 2, 1));
   CHECK(d[3] == 8.0f);
   /* Unsupported operand dtypes are an error, not a crash. */
   stax_gemm_operand_t ints = {STAX_DTYPE_INT32, c, 1, 1};
-  CHECK_ERROR(stax_gemm(sys(), STAX_DTYPE_FLOAT32, NULL, 1, 1, 1, 1.0, &ints, &ints, 0.0, c, 1, 1),
+  CHECK_ERROR(stax_gemm(kt_allocator(), STAX_DTYPE_FLOAT32, NULL, 1, 1, 1, 1.0, &ints, &ints, 0.0, c, 1, 1),
               STAX_INTERNAL, "int32");
 }
 
@@ -384,7 +272,7 @@ static void check_matmul(const stax_tensor_t* a, const stax_tensor_t* b, const s
           wrapped += (uint64_t)(int64_t)x * (uint64_t)(int64_t)y;
         }
         double expected =
-            stax_dtype_is_integer(dtype) ? wrap_to(dtype, wrapped) : round_to(dtype, sum);
+            stax_dtype_is_integer(dtype) ? wrap_to(dtype, wrapped) : kt_round_to(dtype, sum);
         double got = view_value(out, batch * m * n + i * n + j);
         if (fabs(got - expected) > tolerance && bad++ < 3)
           fprintf(stderr, "matmul %s [%lld,%lld,%lld]: %g vs %g\n", stax_dtype_name(dtype),
@@ -409,14 +297,14 @@ static void matmul_case(stax_dtype_t dtype, int32_t ra, const int64_t* ad, int32
       CHECK_EQ_INT(stax_tensor_dims(out)[d], expected_dims[d]);
     check_matmul(a, b, out, 1e-9);
   }
-  release(a);
-  release(b);
-  release(out);
+  kt_release(a);
+  kt_release(b);
+  kt_release(out);
 }
 
 static void test_matmul_shapes_and_broadcast(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   const stax_dtype_t f = STAX_DTYPE_FLOAT32;
   matmul_case(f, 2, (int64_t[]){7, 5}, 2, (int64_t[]){5, 3}, 2, (int64_t[]){7, 3}, NULL);
   matmul_case(f, 1, (int64_t[]){5}, 1, (int64_t[]){5}, 0, NULL, NULL); /* dot */
@@ -456,9 +344,9 @@ static void test_matmul_dtypes(void) {
   stax_tensor_t* out = NULL;
   CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, inputs, 2, NULL, &out));
   if (out) CHECK_EQ_INT(((int32_t*)stax_tensor_data(out))[0], 196608); /* 2^32 wraps to 0 */
-  release(a);
-  release(b);
-  release(out);
+  kt_release(a);
+  kt_release(b);
+  kt_release(out);
   stax_tensor_t* ua = make_tensor(STAX_DTYPE_UINT64, 2, dims, NULL);
   stax_tensor_t* ub = make_tensor(STAX_DTYPE_UINT64, 2, column, NULL);
   ((uint64_t*)stax_tensor_data(ua))[0] = UINT64_MAX; /* -1 mod 2^64 */
@@ -469,9 +357,9 @@ static void test_matmul_dtypes(void) {
   out = NULL;
   CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, u_inputs, 2, NULL, &out));
   if (out) CHECK(((uint64_t*)stax_tensor_data(out))[0] == 3u); /* -7 + 10 */
-  release(ua);
-  release(ub);
-  release(out);
+  kt_release(ua);
+  kt_release(ub);
+  kt_release(out);
 }
 
 static void test_matmul_views(void) {
@@ -481,31 +369,31 @@ static void test_matmul_views(void) {
   stax_tensor_t* base_b = make_tensor(STAX_DTYPE_FLOAT32, 3, base_dims, NULL);
   stax_tensor_t *a = NULL, *b = NULL, *out = NULL;
   const int32_t swap[3] = {0, 2, 1};
-  CHECK_OK(stax_tensor_transpose(sys(), base_a, swap, &a)); /* [3, 13, 17] */
-  CHECK_OK(stax_tensor_slice(sys(), base_b, 2, (int64_t[]){-1, 0}, (int64_t[]){INT64_MIN, 17},
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base_a, swap, &a)); /* [3, 13, 17] */
+  CHECK_OK(stax_tensor_slice(kt_allocator(), base_b, 2, (int64_t[]){-1, 0}, (int64_t[]){INT64_MIN, 17},
                              (int32_t[]){0, 1}, (int64_t[]){-1, 1}, &b)); /* [3, 17, 13] reversed */
   stax_tensor_t* inputs[2] = {a, b};
   CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, inputs, 2, NULL, &out));
   if (out) check_matmul(a, b, out, 1e-9);
-  release(out);
+  kt_release(out);
   out = NULL;
   stax_tensor_t *stepped = NULL, *wide = NULL;
-  CHECK_OK(stax_tensor_slice(sys(), base_a, 1, (int64_t[]){0}, (int64_t[]){17}, (int32_t[]){1},
+  CHECK_OK(stax_tensor_slice(kt_allocator(), base_a, 1, (int64_t[]){0}, (int64_t[]){17}, (int32_t[]){1},
                              (int64_t[]){2}, &stepped)); /* [3, 9, 13], row stride doubled */
   const int64_t one_dims[2] = {1, 5};
   stax_tensor_t* row = make_tensor(STAX_DTYPE_FLOAT32, 2, one_dims, NULL);
-  CHECK_OK(stax_tensor_broadcast(sys(), row, 2, (int64_t[]){13, 5}, &wide)); /* stride 0 rows */
+  CHECK_OK(stax_tensor_broadcast(kt_allocator(), row, 2, (int64_t[]){13, 5}, &wide)); /* stride 0 rows */
   stax_tensor_t* inputs2[2] = {stepped, wide};
   CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, inputs2, 2, NULL, &out));
   if (out) check_matmul(stepped, wide, out, 1e-9);
-  release(out);
-  release(stepped);
-  release(wide);
-  release(row);
-  release(a);
-  release(b);
-  release(base_a);
-  release(base_b);
+  kt_release(out);
+  kt_release(stepped);
+  kt_release(wide);
+  kt_release(row);
+  kt_release(a);
+  kt_release(b);
+  kt_release(base_a);
+  kt_release(base_b);
 }
 
 static void test_matmul_preallocated_and_errors(void) {
@@ -520,12 +408,12 @@ static void test_matmul_preallocated_and_errors(void) {
   stax_tensor_t* inputs[2] = {a, b};
   CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, inputs, 2, NULL, &out));
   check_matmul(a, b, out, 1e-9);
-  release(out);
+  kt_release(out);
   /* A preallocated output of the wrong shape is reported. */
   out = make_tensor(STAX_DTYPE_FLOAT32, 2, (int64_t[]){2, 5}, NULL);
   CHECK_ERROR(run_kernel(STAX_OP_MatMul, NULL, 0, inputs, 2, NULL, &out), STAX_SHAPE_MISMATCH,
               "[2, 4]");
-  release(out);
+  kt_release(out);
   out = NULL;
   stax_tensor_t* mismatch[2] = {a, c};
   CHECK_ERROR(run_kernel(STAX_OP_MatMul, NULL, 0, mismatch, 2, NULL, &out), STAX_SHAPE_MISMATCH,
@@ -543,13 +431,13 @@ static void test_matmul_preallocated_and_errors(void) {
   CHECK_ERROR(run_kernel(STAX_OP_MatMul, NULL, 0, batches, 2, NULL, &out), STAX_SHAPE_MISMATCH,
               "batch dims");
   CHECK(out == NULL);
-  release(x);
-  release(y);
-  release(a);
-  release(b);
-  release(c);
-  release(i32);
-  release(scalar);
+  kt_release(x);
+  kt_release(y);
+  kt_release(a);
+  kt_release(b);
+  kt_release(c);
+  kt_release(i32);
+  kt_release(scalar);
 }
 
 /* ---- Gemm -------------------------------------------------------------------------------- */
@@ -562,8 +450,8 @@ static void gemm_case(stax_dtype_t dtype, int64_t m, int64_t n, int64_t k, bool 
   stax_tensor_t* a = make_tensor(dtype, 2, a_dims, NULL);
   stax_tensor_t* b = make_tensor(dtype, 2, b_dims, NULL);
   stax_tensor_t* c = c_rank >= 0 ? make_tensor(dtype, c_rank, c_dims, NULL) : NULL;
-  stax_node_attr_t attrs[4] = {int_attr("transA", trans_a), int_attr("transB", trans_b),
-                               float_attr("alpha", alpha), float_attr("beta", beta)};
+  stax_node_attr_t attrs[4] = {kt_attr_int("transA", trans_a), kt_attr_int("transB", trans_b),
+                               kt_attr_float("alpha", alpha), kt_attr_float("beta", beta)};
   stax_tensor_t* inputs[3] = {a, b, c};
   stax_tensor_t* out = NULL;
   CHECK_OK(run_kernel(STAX_OP_Gemm, attrs, 4, inputs, c ? 3 : 2, NULL, &out));
@@ -586,7 +474,7 @@ static void gemm_case(stax_dtype_t dtype, int64_t m, int64_t n, int64_t k, bool 
                                      : 0;
           bias = view_value(c, ci);
         }
-        double expected = round_to(dtype, alpha * sum + beta * bias);
+        double expected = kt_round_to(dtype, alpha * sum + beta * bias);
         double got = view_value(out, i * n + j);
         if (fabs(got - expected) > 1e-6 * (1 + fabs(expected)) && bad++ < 3)
           fprintf(stderr, "gemm %s %lldx%lldx%lld ta=%d tb=%d [%lld,%lld]: %g vs %g\n",
@@ -596,10 +484,10 @@ static void gemm_case(stax_dtype_t dtype, int64_t m, int64_t n, int64_t k, bool 
     }
     CHECK(bad == 0);
   }
-  release(a);
-  release(b);
-  release(c);
-  release(out);
+  kt_release(a);
+  kt_release(b);
+  kt_release(c);
+  kt_release(out);
 }
 
 static void test_gemm_options(void) {
@@ -630,28 +518,28 @@ static void test_gemm_errors(void) {
   stax_tensor_t* with_c[3] = {a, b, bad_c};
   CHECK_ERROR(run_kernel(STAX_OP_Gemm, NULL, 0, with_c, 3, NULL, &out), STAX_SHAPE_MISMATCH,
               "input 2 (C) dim 0 is 3");
-  stax_node_attr_t trans[1] = {int_attr("transB", 1)};
+  stax_node_attr_t trans[1] = {kt_attr_int("transB", 1)};
   stax_tensor_t* plain[2] = {a, b};
   CHECK_ERROR(run_kernel(STAX_OP_Gemm, trans, 1, plain, 2, NULL, &out), STAX_SHAPE_MISMATCH,
               "input 0 dim 1 is 3 but input 1 dim 1 is 4");
   stax_tensor_t* one_d[2] = {vector, b};
   CHECK_ERROR(run_kernel(STAX_OP_Gemm, NULL, 0, one_d, 2, NULL, &out), STAX_INVALID_ARGUMENT,
               "2-D");
-  stax_node_attr_t wrong_type[1] = {float_attr("transA", 1.0f)};
+  stax_node_attr_t wrong_type[1] = {kt_attr_float("transA", 1.0f)};
   CHECK_ERROR(run_kernel(STAX_OP_Gemm, wrong_type, 1, plain, 2, NULL, &out), STAX_INVALID_ARGUMENT,
               "transA");
   CHECK(out == NULL);
-  release(a);
-  release(b);
-  release(bad_c);
-  release(vector);
+  kt_release(a);
+  kt_release(b);
+  kt_release(bad_c);
+  kt_release(vector);
 }
 
 /* ---- Einsum ------------------------------------------------------------------------------ */
 
 static stax_status_t run_einsum(const char* equation, stax_tensor_t* const* inputs, int32_t count,
                                 stax_threadpool_t* pool, stax_tensor_t** out) {
-  stax_node_attr_t attrs[1] = {string_attr("equation", equation)};
+  stax_node_attr_t attrs[1] = {kt_attr_string("equation", equation)};
   return run_kernel(STAX_OP_Einsum, attrs, 1, inputs, count, pool, out);
 }
 
@@ -669,7 +557,7 @@ static void check_values(const stax_tensor_t* out, const double* expected, int64
 
 static void test_einsum_two_operand(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   const int64_t I = 5, J = 7, K = 6, B = 3;
   stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, (int64_t[]){I, J}, NULL);
   stax_tensor_t* y = make_tensor(STAX_DTYPE_FLOAT32, 2, (int64_t[]){J, K}, NULL);
@@ -687,11 +575,11 @@ static void test_einsum_two_operand(void) {
     }
   CHECK_OK(run_einsum("ij,jk->ik", xy, 2, pool, &out));
   if (out) check_values(out, expected, I * K, 1e-9, "ij,jk->ik");
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("ij, jk", xy, 2, NULL, &out));
   if (out) check_values(out, expected, I * K, 1e-9, "ij,jk");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* The transposed product: output order differs from the natural one. */
   CHECK_OK(run_einsum("ij,jk->ki", xy, 2, NULL, &out));
@@ -702,7 +590,7 @@ static void test_einsum_two_operand(void) {
       expected[k * I + i] = s;
     }
   if (out) check_values(out, expected, I * K, 1e-9, "ij,jk->ki");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* Batched, with the batch label moved last in the output. */
   stax_tensor_t* bxy[2] = {bx, by};
@@ -716,7 +604,7 @@ static void test_einsum_two_operand(void) {
         expected[(i * K + k) * B + b] = s;
       }
   if (out) check_values(out, expected, I * K * B, 1e-9, "bij,bjk->ikb");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* Outer product; then "ij,jk->k", where i is summed out of x alone before the product. */
   stax_tensor_t* u = make_tensor(STAX_DTYPE_FLOAT32, 1, (int64_t[]){4}, NULL);
@@ -726,7 +614,7 @@ static void test_einsum_two_operand(void) {
   for (int64_t i = 0; i < 4; i++)
     for (int64_t j = 0; j < 3; j++) expected[i * 3 + j] = view_value(u, i) * view_value(v, j);
   if (out) check_values(out, expected, 12, 1e-9, "i,j->ij");
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("ij,jk->k", xy, 2, NULL, &out));
   for (int64_t k = 0; k < K; k++) {
@@ -736,7 +624,7 @@ static void test_einsum_two_operand(void) {
     expected[k] = s;
   }
   if (out) check_values(out, expected, K, 1e-9, "ij,jk->k");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* Elementwise product (batch labels only) and a full contraction to a scalar. */
   stax_tensor_t* x2 = make_tensor(STAX_DTYPE_FLOAT32, 2, (int64_t[]){I, J}, NULL);
@@ -744,17 +632,17 @@ static void test_einsum_two_operand(void) {
   CHECK_OK(run_einsum("ij,ij->ij", xx, 2, NULL, &out));
   for (int64_t i = 0; i < I * J; i++) expected[i] = view_value(x, i) * view_value(x2, i);
   if (out) check_values(out, expected, I * J, 1e-9, "ij,ij->ij");
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("ij,ij", xx, 2, NULL, &out));
   double dot = 0;
   for (int64_t i = 0; i < I * J; i++) dot += view_value(x, i) * view_value(x2, i);
   if (out) check_values(out, &dot, 1, 1e-9, "ij,ij");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* A transposed view as input: "ji" on x^T. */
   stax_tensor_t* xt = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), x, NULL, &xt));
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), x, NULL, &xt));
   stax_tensor_t* xty[2] = {xt, y};
   CHECK_OK(run_einsum("ji,jk->ik", xty, 2, NULL, &out));
   for (int64_t i = 0; i < I; i++)
@@ -764,15 +652,15 @@ static void test_einsum_two_operand(void) {
       expected[i * K + k] = s;
     }
   if (out) check_values(out, expected, I * K, 1e-9, "ji,jk->ik");
-  release(out);
-  release(xt);
-  release(x2);
-  release(u);
-  release(v);
-  release(x);
-  release(y);
-  release(bx);
-  release(by);
+  kt_release(out);
+  kt_release(xt);
+  kt_release(x2);
+  kt_release(u);
+  kt_release(v);
+  kt_release(x);
+  kt_release(y);
+  kt_release(bx);
+  kt_release(by);
   stax_threadpool_destroy(pool);
 }
 
@@ -785,7 +673,7 @@ static void test_einsum_single_operand(void) {
   CHECK_OK(run_einsum("ii->i", &sq, 1, NULL, &out));
   for (int64_t i = 0; i < N; i++) expected[i] = view_value(sq, i * N + i);
   if (out) check_values(out, expected, N, 0, "ii->i");
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("ii", &sq, 1, NULL, &out)); /* trace */
   double trace = 0;
@@ -794,13 +682,13 @@ static void test_einsum_single_operand(void) {
     CHECK_EQ_INT(stax_tensor_rank(out), 0);
     check_values(out, &trace, 1, 1e-9, "ii");
   }
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("ij->ji", &sq, 1, NULL, &out));
   for (int64_t i = 0; i < N; i++)
     for (int64_t j = 0; j < N; j++) expected[j * N + i] = view_value(sq, i * N + j);
   if (out) check_values(out, expected, N * N, 0, "ij->ji");
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("abc->ca", &cube, 1, NULL, &out));
   for (int64_t c = 0; c < 2; c++)
@@ -810,15 +698,15 @@ static void test_einsum_single_operand(void) {
       expected[c * 3 + a] = s;
     }
   if (out) check_values(out, expected, 6, 1e-12, "abc->ca");
-  release(out);
+  kt_release(out);
   out = NULL;
   CHECK_OK(run_einsum("abc->", &cube, 1, NULL, &out));
   double total = 0;
   for (int64_t i = 0; i < 24; i++) total += view_value(cube, i);
   if (out) check_values(out, &total, 1, 1e-12, "abc->");
-  release(out);
-  release(sq);
-  release(cube);
+  kt_release(out);
+  kt_release(sq);
+  kt_release(cube);
 }
 
 static void test_einsum_ellipsis_and_many(void) {
@@ -842,14 +730,14 @@ static void test_einsum_ellipsis_and_many(void) {
     CHECK_EQ_INT(stax_tensor_rank(out), 4);
     check_values(out, expected, 90, 1e-9, "...ij,...jk->...ik");
   }
-  release(out);
+  kt_release(out);
   out = NULL;
   /* Implicit output with "...": the ellipsis dims come first. "i...->..." sums i. */
   CHECK_OK(run_einsum("i...", &b, 1, NULL, &out)); /* implicit: "...i" */
   for (int64_t r = 0; r < 20; r++)
     for (int64_t i = 0; i < 3; i++) expected[r * 3 + i] = view_value(b, i * 20 + r);
   if (out) check_values(out, expected, 60, 0, "i...");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* Three operands: abc,cd,de->abe. */
   stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 3, (int64_t[]){2, 3, 4}, NULL);
@@ -868,7 +756,7 @@ static void test_einsum_ellipsis_and_many(void) {
         expected[(i * 3 + j) * 2 + e] = s;
       }
   if (out) check_values(out, expected, 12, 1e-6, "abc,cd,de->abe");
-  release(out);
+  kt_release(out);
   out = NULL;
   /* Integers (computed in int64, wrapped back) and float16. */
   stax_tensor_t* p = make_tensor(STAX_DTYPE_INT32, 2, (int64_t[]){3, 4}, NULL);
@@ -885,25 +773,25 @@ static void test_einsum_ellipsis_and_many(void) {
     CHECK(stax_tensor_dtype(out) == STAX_DTYPE_INT32);
     check_values(out, expected, 6, 0, "int32 ij,jk->ik");
   }
-  release(out);
+  kt_release(out);
   out = NULL;
   stax_tensor_t* h = make_tensor(STAX_DTYPE_FLOAT16, 2, (int64_t[]){4, 4}, NULL);
   CHECK_OK(run_einsum("ij->j", &h, 1, NULL, &out));
   for (int64_t j = 0; j < 4; j++) {
     double s = 0;
     for (int64_t i = 0; i < 4; i++) s += view_value(h, i * 4 + j);
-    expected[j] = round_to(STAX_DTYPE_FLOAT16, s);
+    expected[j] = kt_round_to(STAX_DTYPE_FLOAT16, s);
   }
   if (out) check_values(out, expected, 4, 0, "float16 ij->j");
-  release(out);
-  release(h);
-  release(p);
-  release(q);
-  release(x);
-  release(y);
-  release(z);
-  release(a);
-  release(b);
+  kt_release(out);
+  kt_release(h);
+  kt_release(p);
+  kt_release(q);
+  kt_release(x);
+  kt_release(y);
+  kt_release(z);
+  kt_release(a);
+  kt_release(b);
 }
 
 static void test_einsum_errors(void) {
@@ -923,8 +811,8 @@ static void test_einsum_errors(void) {
   CHECK_ERROR(run_einsum("...->", &x, 1, NULL, &out), STAX_INVALID_ARGUMENT, "no \"...\"");
   CHECK_ERROR(run_einsum("ii->i", &x, 1, NULL, &out), STAX_SHAPE_MISMATCH, "label 'i'");
   CHECK(out == NULL);
-  release(x);
-  release(y);
+  kt_release(x);
+  kt_release(y);
 }
 
 /* ---- allocation failures ----------------------------------------------------------------- */
@@ -936,7 +824,7 @@ static void fault_sweep(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_coun
   bool succeeded = false;
   for (uint64_t fail_at = 1; fail_at < 64 && !succeeded; fail_at++) {
     stax_failing_allocator_t failing;
-    stax_failing_allocator_init(&failing, sys(), fail_at);
+    stax_failing_allocator_init(&failing, kt_allocator(), fail_at);
     stax_node_t node = {.op = op, .name = "n", .attr_count = attr_count, .attrs = attrs};
     stax_tensor_t* out = NULL;
     stax_kernel_call_t call = {.node = &node,
@@ -952,7 +840,7 @@ static void fault_sweep(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_coun
     if (status == STAX_OK) {
       succeeded = true;
       CHECK(out != NULL);
-      release(out);
+      kt_release(out);
     } else {
       CHECK_EQ_INT(stax_status_code(status), STAX_OUT_OF_MEMORY);
       CHECK(out == NULL);
@@ -972,13 +860,13 @@ static void test_allocation_failures(void) {
   stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT16, 2, (int64_t[]){9, 13}, NULL);
   stax_tensor_t* xbc[3] = {x, b, c};
   fault_sweep(STAX_OP_Gemm, NULL, 0, xbc, 3);
-  stax_node_attr_t equation[1] = {string_attr("equation", "bij,jk,k->bi")};
+  stax_node_attr_t equation[1] = {kt_attr_string("equation", "bij,jk,k->bi")};
   stax_tensor_t* three[3] = {a, b, c};
   fault_sweep(STAX_OP_Einsum, equation, 1, three, 3);
-  release(a);
-  release(b);
-  release(c);
-  release(x);
+  kt_release(a);
+  kt_release(b);
+  kt_release(c);
+  kt_release(x);
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_allocation_failures), STAX_TEST(test_core_odd_sizes_every_isa),

@@ -5,45 +5,7 @@
  * of range, training mode). */
 #include "kernels/kernel.h"
 #include "test_harness.h"
-
-static stax_allocator_t sys(void) { return stax_allocator_system(); }
-
-static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                                  const double* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create_zeros(sys(), dtype, rank, dims, &t));
-  if (t && values)
-    stax_convert_elements(STAX_DTYPE_FLOAT64, values, dtype, stax_tensor_data(t),
-                          (size_t)stax_tensor_element_count(t));
-  return t;
-}
-
-static void read_values(const stax_tensor_t* t, double* out) {
-  stax_tensor_t* copy = NULL;
-  CHECK_OK(stax_tensor_copy(sys(), t, &copy));
-  if (!copy) return;
-  stax_convert_elements(stax_tensor_dtype(copy), stax_tensor_data(copy), STAX_DTYPE_FLOAT64, out,
-                        (size_t)stax_tensor_element_count(copy));
-  stax_tensor_release(copy);
-}
-
-static stax_node_attr_t attr_int(const char* name, int64_t value) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_INT};
-  a.value.i = value;
-  return a;
-}
-
-static stax_node_attr_t attr_float(const char* name, float value) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_FLOAT};
-  a.value.f = value;
-  return a;
-}
-
-static stax_node_attr_t attr_string(const char* name, const char* value) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_STRING};
-  a.value.s = value;
-  return a;
-}
+#include "kernel_test_util.h"
 
 static stax_kernel_fn kernel_for(stax_op_t op) {
   switch (op) {
@@ -62,23 +24,8 @@ static stax_status_t run_node(stax_op_t op, stax_node_attr_t* attrs, int32_t att
                               stax_tensor_t* const* inputs, int32_t input_count,
                               stax_tensor_t** outputs, int32_t output_count,
                               stax_threadpool_t* pool) {
-  stax_node_t node = {.op = op, .name = "k", .attr_count = attr_count, .attrs = attrs};
-  stax_kernel_call_t call = {.node = &node,
-                             .allocator = sys(),
-                             .pool = pool,
-                             .input_count = input_count,
-                             .inputs = inputs,
-                             .output_count = output_count,
-                             .outputs = outputs};
-  return kernel_for(op)(&call);
-}
-
-/* Releases and clears, so the array can serve the next call's outputs. */
-static void release_all(stax_tensor_t** tensors, int count) {
-  for (int i = 0; i < count; i++) {
-    if (tensors[i]) stax_tensor_release(tensors[i]);
-    tensors[i] = NULL;
-  }
+  return kt_call_kernel(kernel_for(op), op, "k", attrs, attr_count, inputs, input_count, outputs,
+                        output_count, kt_allocator(), pool);
 }
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
@@ -134,7 +81,7 @@ static void test_layer_norm_values(void) {
   }
   stax_dtype_t dtypes[] = {STAX_DTYPE_FLOAT32, STAX_DTYPE_FLOAT64};
   for (int t = 0; t < 2; t++) {
-    stax_tensor_t* x = make_tensor(dtypes[t], 3, dims, values);
+    stax_tensor_t* x = kt_make(dtypes[t], 3, dims, values);
     for (int axis_case = 0; axis_case < 3; axis_case++) {
       /* axis -1 (rows of 4), axis 1 (rows of 12), axis -2 == 1 without bias */
       int64_t axis = axis_case == 0 ? -1 : axis_case == 1 ? 1 : -2;
@@ -142,10 +89,10 @@ static void test_layer_norm_values(void) {
       int64_t row_length = axis == -1 ? 4 : 12, rows = 24 / row_length;
       const int64_t* side_dims = axis == -1 ? dims + 2 : dims + 1;
       int32_t side_rank = axis == -1 ? 1 : 2;
-      stax_tensor_t* scale = make_tensor(dtypes[t], side_rank, side_dims, scale_values);
-      stax_tensor_t* bias = with_bias ? make_tensor(dtypes[t], side_rank, side_dims, bias_values)
+      stax_tensor_t* scale = kt_make(dtypes[t], side_rank, side_dims, scale_values);
+      stax_tensor_t* bias = with_bias ? kt_make(dtypes[t], side_rank, side_dims, bias_values)
                                       : NULL;
-      stax_node_attr_t attrs[] = {attr_int("axis", axis), attr_float("epsilon", 1e-3f)};
+      stax_node_attr_t attrs[] = {kt_attr_int("axis", axis), kt_attr_float("epsilon", 1e-3f)};
       stax_tensor_t* inputs[] = {x, scale, bias};
       stax_tensor_t* outputs[3] = {NULL, NULL, NULL};
       CHECK_OK(run_node(STAX_OP_LayerNormalization, attrs, 2, inputs, with_bias ? 3 : 2, outputs,
@@ -154,7 +101,7 @@ static void test_layer_norm_values(void) {
       reference_layer_norm(values, rows, row_length, scale_values, with_bias ? bias_values : NULL,
                            (double)1e-3f, want, want_mean, want_inv);
       if (outputs[0] && outputs[1] && outputs[2]) {
-        read_values(outputs[0], got);
+        kt_read_values(outputs[0], got);
         CHECK(all_close(got, want, 24, t ? 1e-12 : 1e-5));
         /* Mean and InvStdDev: float32 (stash_type 1), normalized dims kept as 1. */
         CHECK(stax_tensor_dtype(outputs[1]) == STAX_DTYPE_FLOAT32);
@@ -162,14 +109,14 @@ static void test_layer_norm_values(void) {
         CHECK_EQ_INT(stax_tensor_dims(outputs[1])[0], 2);
         CHECK_EQ_INT(stax_tensor_dims(outputs[1])[2], 1);
         CHECK_EQ_INT(stax_tensor_element_count(outputs[2]), rows);
-        read_values(outputs[1], got);
+        kt_read_values(outputs[1], got);
         CHECK(all_close(got, want_mean, rows, 1e-6));
-        read_values(outputs[2], got);
+        kt_read_values(outputs[2], got);
         CHECK(all_close(got, want_inv, rows, 1e-6));
       } else {
         CHECK(false);
       }
-      release_all(outputs, 3);
+      kt_release_all(outputs, 3);
       stax_tensor_release(scale);
       if (bias) stax_tensor_release(bias);
     }
@@ -189,25 +136,25 @@ static void test_layer_norm_broadcast_views(void) {
   for (int a = 0; a < 3; a++)
     for (int b = 0; b < 2; b++)
       for (int c = 0; c < 5; c++) base_values[(c * 2 + b) * 3 + a] = values[(a * 2 + b) * 5 + c];
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_FLOAT16, 3, base_dims, base_values);
+  stax_tensor_t* base = kt_make(STAX_DTYPE_FLOAT16, 3, base_dims, base_values);
   stax_tensor_t* x = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), base, NULL, &x));
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &x));
   const int64_t scale_dims[] = {5};
   const double scale_values[] = {1, 2, 0.5, -1, 0.25};
-  stax_tensor_t* scale = make_tensor(STAX_DTYPE_FLOAT16, 1, scale_dims, scale_values);
+  stax_tensor_t* scale = kt_make(STAX_DTYPE_FLOAT16, 1, scale_dims, scale_values);
   double full_scale[10];
   for (int i = 0; i < 10; i++) full_scale[i] = scale_values[i % 5];
   double rounded[30];
   for (int i = 0; i < 30; i++) rounded[i] = stax_f16_to_f32(stax_f32_to_f16((float)values[i]));
   double want[30], got[30];
   reference_layer_norm(rounded, 3, 10, full_scale, NULL, 1e-5, want, NULL, NULL);
-  stax_tensor_t* y = make_tensor(STAX_DTYPE_FLOAT16, 3, dims, NULL);
+  stax_tensor_t* y = kt_make(STAX_DTYPE_FLOAT16, 3, dims, NULL);
   stax_tensor_t* outputs[1] = {y};
-  stax_node_attr_t attrs[] = {attr_int("axis", 1)};
+  stax_node_attr_t attrs[] = {kt_attr_int("axis", 1)};
   stax_tensor_t* inputs[] = {x, scale};
   CHECK_OK(run_node(STAX_OP_LayerNormalization, attrs, 1, inputs, 2, outputs, 1, NULL));
   CHECK(outputs[0] == y);
-  read_values(y, got);
+  kt_read_values(y, got);
   CHECK(all_close(got, want, 30, 2e-3));
   stax_tensor_release(y);
   stax_tensor_release(scale);
@@ -217,7 +164,7 @@ static void test_layer_norm_broadcast_views(void) {
 
 static void test_layer_norm_threaded(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 4, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
   const int64_t dims[] = {300, 257};
   static double values[300 * 257], want[300 * 257], got[300 * 257];
   double scale_values[257], bias_values[257];
@@ -226,18 +173,18 @@ static void test_layer_norm_threaded(void) {
     scale_values[i] = random_value();
     bias_values[i] = random_value();
   }
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
-  stax_tensor_t* scale = make_tensor(STAX_DTYPE_FLOAT32, 1, dims + 1, scale_values);
-  stax_tensor_t* bias = make_tensor(STAX_DTYPE_FLOAT32, 1, dims + 1, bias_values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* scale = kt_make(STAX_DTYPE_FLOAT32, 1, dims + 1, scale_values);
+  stax_tensor_t* bias = kt_make(STAX_DTYPE_FLOAT32, 1, dims + 1, bias_values);
   stax_tensor_t* inputs[] = {x, scale, bias};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_OK(run_node(STAX_OP_LayerNormalization, NULL, 0, inputs, 3, outputs, 1, pool));
   reference_layer_norm(values, 300, 257, scale_values, bias_values, 1e-5, want, NULL, NULL);
   if (outputs[0]) {
-    read_values(outputs[0], got);
+    kt_read_values(outputs[0], got);
     CHECK(all_close(got, want, 300 * 257, 1e-5));
   }
-  release_all(outputs, 1);
+  kt_release_all(outputs, 1);
   stax_tensor_release(x);
   stax_tensor_release(scale);
   stax_tensor_release(bias);
@@ -247,27 +194,27 @@ static void test_layer_norm_threaded(void) {
 static void test_layer_norm_errors(void) {
   const int64_t dims[] = {2, 3};
   const int64_t bad_dims[] = {4};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL);
-  stax_tensor_t* scale = make_tensor(STAX_DTYPE_FLOAT32, 1, bad_dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  stax_tensor_t* scale = kt_make(STAX_DTYPE_FLOAT32, 1, bad_dims, NULL);
   stax_tensor_t* inputs[] = {x, scale};
   stax_tensor_t* outputs[3] = {NULL, NULL, NULL};
   CHECK_ERROR(run_node(STAX_OP_LayerNormalization, NULL, 0, inputs, 2, outputs, 3, NULL),
               STAX_SHAPE_MISMATCH, "input 1 dim 0 is 4");
   CHECK(outputs[0] == NULL && outputs[1] == NULL && outputs[2] == NULL);
   stax_tensor_release(scale);
-  scale = make_tensor(STAX_DTYPE_FLOAT32, 1, dims + 1, NULL);
+  scale = kt_make(STAX_DTYPE_FLOAT32, 1, dims + 1, NULL);
   inputs[1] = scale;
-  stax_node_attr_t attrs[] = {attr_int("axis", 2)};
+  stax_node_attr_t attrs[] = {kt_attr_int("axis", 2)};
   CHECK_ERROR(run_node(STAX_OP_LayerNormalization, attrs, 1, inputs, 2, outputs, 1, NULL),
               STAX_OUT_OF_RANGE, "axis 2 is out of range for input 0 of rank 2");
-  attrs[0] = attr_int("stash_type", 7); /* int64 */
+  attrs[0] = kt_attr_int("stash_type", 7); /* int64 */
   CHECK_ERROR(run_node(STAX_OP_LayerNormalization, attrs, 1, inputs, 2, outputs, 1, NULL),
               STAX_INVALID_ARGUMENT, "stash_type");
   CHECK_ERROR(run_node(STAX_OP_LayerNormalization, NULL, 0, inputs, 1, outputs, 1, NULL),
               STAX_INVALID_ARGUMENT, "input 1 is missing");
   /* A preallocated Mean of the wrong dims: nothing this call made is left behind. */
   const int64_t wrong_dims[] = {2, 3};
-  stax_tensor_t* wrong = make_tensor(STAX_DTYPE_FLOAT32, 2, wrong_dims, NULL);
+  stax_tensor_t* wrong = kt_make(STAX_DTYPE_FLOAT32, 2, wrong_dims, NULL);
   outputs[1] = wrong;
   CHECK_ERROR(run_node(STAX_OP_LayerNormalization, NULL, 0, inputs, 2, outputs, 2, NULL),
               STAX_SHAPE_MISMATCH, "output 1");
@@ -276,7 +223,7 @@ static void test_layer_norm_errors(void) {
   stax_tensor_release(wrong);
   stax_tensor_release(scale);
   stax_tensor_release(x);
-  x = make_tensor(STAX_DTYPE_INT32, 2, dims, NULL);
+  x = kt_make(STAX_DTYPE_INT32, 2, dims, NULL);
   inputs[0] = x;
   outputs[1] = NULL;
   CHECK_ERROR(run_node(STAX_OP_LayerNormalization, NULL, 0, inputs, 2, outputs, 1, NULL),
@@ -296,10 +243,10 @@ static void test_batch_norm(void) {
   for (int t = 0; t < 2; t++) {
     stax_dtype_t dtype = t ? STAX_DTYPE_FLOAT64 : STAX_DTYPE_FLOAT32;
     stax_tensor_t* inputs[5] = {
-        make_tensor(dtype, 3, dims, values), make_tensor(dtype, 1, c_dims, scale),
-        make_tensor(dtype, 1, c_dims, bias), make_tensor(dtype, 1, c_dims, mean),
-        make_tensor(dtype, 1, c_dims, var)};
-    stax_node_attr_t attrs[] = {attr_float("epsilon", 0.0f)};
+        kt_make(dtype, 3, dims, values), kt_make(dtype, 1, c_dims, scale),
+        kt_make(dtype, 1, c_dims, bias), kt_make(dtype, 1, c_dims, mean),
+        kt_make(dtype, 1, c_dims, var)};
+    stax_node_attr_t attrs[] = {kt_attr_float("epsilon", 0.0f)};
     stax_tensor_t* outputs[3] = {NULL, NULL, NULL};
     CHECK_OK(run_node(STAX_OP_BatchNormalization, attrs, 1, inputs, 5, outputs, 3, NULL));
     double got[12], want[12];
@@ -310,32 +257,32 @@ static void test_batch_norm(void) {
           want[i] = (values[i] - mean[c]) / sqrt(var[c]) * scale[c] + bias[c];
         }
     if (outputs[0]) {
-      read_values(outputs[0], got);
+      kt_read_values(outputs[0], got);
       CHECK(all_close(got, want, 12, t ? 1e-14 : 1e-6));
     }
     /* The running statistics pass through in inference. */
     if (outputs[1] && outputs[2]) {
-      read_values(outputs[1], got);
+      kt_read_values(outputs[1], got);
       CHECK(all_close(got, mean, 3, 0));
-      read_values(outputs[2], got);
+      kt_read_values(outputs[2], got);
       CHECK(all_close(got, var, 3, 0));
     } else {
       CHECK(false);
     }
-    release_all(outputs, 3);
-    release_all(inputs, 5);
+    kt_release_all(outputs, 3);
+    kt_release_all(inputs, 5);
   }
   /* Rank 2 (N, C) and a transposed input, mixed dtypes (float16 X, float32 statistics). */
   const int64_t base_dims[] = {3, 4}; /* C, N */
   double base_values[12];
   for (int i = 0; i < 12; i++) base_values[i] = random_value();
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_FLOAT16, 2, base_dims, base_values);
+  stax_tensor_t* base = kt_make(STAX_DTYPE_FLOAT16, 2, base_dims, base_values);
   stax_tensor_t* x = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), base, NULL, &x)); /* [4, 3] */
-  stax_tensor_t* inputs[5] = {x, make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, scale),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, bias),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, mean),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, var)};
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &x)); /* [4, 3] */
+  stax_tensor_t* inputs[5] = {x, kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, scale),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, bias),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, mean),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, var)};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_OK(run_node(STAX_OP_BatchNormalization, NULL, 0, inputs, 5, outputs, 1, NULL));
   if (outputs[0]) {
@@ -344,32 +291,32 @@ static void test_batch_norm(void) {
       for (int c = 0; c < 3; c++)
         want[n * 3 + c] = (base_values[c * 4 + n] - mean[c]) / sqrt(var[c] + 1e-5) * scale[c] +
                           bias[c];
-    read_values(outputs[0], got);
+    kt_read_values(outputs[0], got);
     CHECK(all_close(got, want, 12, 2e-3));
   }
-  release_all(outputs, 1);
-  release_all(inputs, 5);
+  kt_release_all(outputs, 1);
+  kt_release_all(inputs, 5);
   stax_tensor_release(base);
 }
 
 static void test_batch_norm_errors(void) {
   const int64_t dims[] = {2, 3};
   const int64_t c_dims[] = {3}, bad_dims[] = {2};
-  stax_tensor_t* inputs[5] = {make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, NULL),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, NULL),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, bad_dims, NULL),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, NULL)};
+  stax_tensor_t* inputs[5] = {kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, NULL),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, NULL),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, bad_dims, NULL),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, NULL)};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_ERROR(run_node(STAX_OP_BatchNormalization, NULL, 0, inputs, 5, outputs, 1, NULL),
               STAX_SHAPE_MISMATCH, "input 3 (input_mean) has dims [2], expected [3]");
   CHECK(outputs[0] == NULL);
-  stax_node_attr_t training[] = {attr_int("training_mode", 1)};
+  stax_node_attr_t training[] = {kt_attr_int("training_mode", 1)};
   CHECK_ERROR(run_node(STAX_OP_BatchNormalization, training, 1, inputs, 5, outputs, 1, NULL),
               STAX_UNIMPLEMENTED, "training_mode");
-  release_all(inputs, 5);
+  kt_release_all(inputs, 5);
   const int64_t rank1[] = {3};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, rank1, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 1, rank1, NULL);
   stax_tensor_t* short_inputs[5] = {x, x, x, x, x};
   CHECK_ERROR(run_node(STAX_OP_BatchNormalization, NULL, 0, short_inputs, 5, outputs, 1, NULL),
               STAX_INVALID_ARGUMENT, "rank >= 2");
@@ -382,10 +329,10 @@ static void test_instance_norm(void) {
   for (int i = 0; i < 36; i++) values[i] = random_value();
   const int64_t c_dims[] = {3};
   const double scale[] = {1, -2, 0.5}, bias[] = {0, 1, -1};
-  stax_tensor_t* inputs[3] = {make_tensor(STAX_DTYPE_FLOAT32, 4, dims, values),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, scale),
-                              make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, bias)};
-  stax_node_attr_t attrs[] = {attr_float("epsilon", 0.01f)};
+  stax_tensor_t* inputs[3] = {kt_make(STAX_DTYPE_FLOAT32, 4, dims, values),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, scale),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, bias)};
+  stax_node_attr_t attrs[] = {kt_attr_float("epsilon", 0.01f)};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_OK(run_node(STAX_OP_InstanceNormalization, attrs, 1, inputs, 3, outputs, 1, NULL));
   double want[36], got[36], unit_scale[6];
@@ -398,37 +345,37 @@ static void test_instance_norm(void) {
                          want + r * 6, NULL, NULL);
   }
   if (outputs[0]) {
-    read_values(outputs[0], got);
+    kt_read_values(outputs[0], got);
     CHECK(all_close(got, want, 36, 1e-5));
   }
-  release_all(outputs, 1);
+  kt_release_all(outputs, 1);
   /* The same through a non-contiguous view: swap H and W twice over a copy. */
   const int32_t perm[] = {0, 1, 3, 2};
   stax_tensor_t* swapped = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), inputs[0], perm, &swapped));
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), inputs[0], perm, &swapped));
   stax_tensor_t* materialized = NULL;
-  CHECK_OK(stax_tensor_copy(sys(), swapped, &materialized)); /* [2, 3, 3, 2] contiguous */
+  CHECK_OK(stax_tensor_copy(kt_allocator(), swapped, &materialized)); /* [2, 3, 3, 2] contiguous */
   stax_tensor_t* view = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), materialized, perm, &view)); /* back to [2,3,2,3] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), materialized, perm, &view)); /* back to [2,3,2,3] */
   stax_tensor_t* view_inputs[3] = {view, inputs[1], inputs[2]};
   CHECK_OK(run_node(STAX_OP_InstanceNormalization, attrs, 1, view_inputs, 3, outputs, 1, NULL));
   if (outputs[0]) {
-    read_values(outputs[0], got);
+    kt_read_values(outputs[0], got);
     CHECK(all_close(got, want, 36, 1e-5));
   }
-  release_all(outputs, 1);
+  kt_release_all(outputs, 1);
   stax_tensor_release(view);
   stax_tensor_release(materialized);
   stax_tensor_release(swapped);
   /* Errors: wrong scale length. */
   const int64_t bad_dims[] = {4};
-  stax_tensor_t* bad = make_tensor(STAX_DTYPE_FLOAT32, 1, bad_dims, NULL);
+  stax_tensor_t* bad = kt_make(STAX_DTYPE_FLOAT32, 1, bad_dims, NULL);
   stax_tensor_t* bad_inputs[3] = {inputs[0], bad, inputs[2]};
   CHECK_ERROR(run_node(STAX_OP_InstanceNormalization, NULL, 0, bad_inputs, 3, outputs, 1, NULL),
               STAX_SHAPE_MISMATCH, "input 1 (scale) has dims [4], expected [3]");
   CHECK(outputs[0] == NULL);
   stax_tensor_release(bad);
-  release_all(inputs, 3);
+  kt_release_all(inputs, 3);
 }
 
 /* ---- losses -------------------------------------------------------------------------------- */
@@ -465,12 +412,12 @@ static void test_nll_loss(void) {
   const char* reductions[] = {"none", "sum", "mean"};
   for (int r = 0; r < 3; r++) {
     for (int variant = 0; variant < 3; variant++) { /* plain, weights, weights + ignore 1 */
-      stax_tensor_t* inputs[3] = {make_tensor(STAX_DTYPE_FLOAT32, 3, dims, logp),
-                                  make_tensor(STAX_DTYPE_INT64, 2, target_dims, target_values),
-                                  variant ? make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, weights)
+      stax_tensor_t* inputs[3] = {kt_make(STAX_DTYPE_FLOAT32, 3, dims, logp),
+                                  kt_make(STAX_DTYPE_INT64, 2, target_dims, target_values),
+                                  variant ? kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, weights)
                                           : NULL};
-      stax_node_attr_t attrs[] = {attr_string("reduction", reductions[r]),
-                                  attr_int("ignore_index", 1)};
+      stax_node_attr_t attrs[] = {kt_attr_string("reduction", reductions[r]),
+                                  kt_attr_int("ignore_index", 1)};
       stax_tensor_t* outputs[1] = {NULL};
       CHECK_OK(run_node(STAX_OP_NegativeLogLikelihoodLoss, attrs, variant == 2 ? 2 : 1, inputs,
                         variant ? 3 : 2, outputs, 1, NULL));
@@ -481,7 +428,7 @@ static void test_nll_loss(void) {
                                   variant == 2, 1, reductions[r], per_position);
       if (outputs[0]) {
         double got[4];
-        read_values(outputs[0], got);
+        kt_read_values(outputs[0], got);
         if (r == 0) {
           CHECK_EQ_INT(stax_tensor_rank(outputs[0]), 2);
           CHECK(all_close(got, per_position, 4, 1e-6));
@@ -490,54 +437,54 @@ static void test_nll_loss(void) {
           CHECK_NEAR(got[0], want, 1e-6 * (1 + fabs(want)));
         }
       }
-      release_all(outputs, 1);
-      release_all(inputs, 3);
+      kt_release_all(outputs, 1);
+      kt_release_all(inputs, 3);
     }
   }
   /* A literal 2-D case: mean of -logp at the targets. */
   const int64_t dims2[] = {2, 2}, t_dims2[] = {2};
   const double logp2[] = {-1, -2, -3, -4}, t2[] = {1, 0};
-  stax_tensor_t* inputs[2] = {make_tensor(STAX_DTYPE_FLOAT64, 2, dims2, logp2),
-                              make_tensor(STAX_DTYPE_INT32, 1, t_dims2, t2)};
+  stax_tensor_t* inputs[2] = {kt_make(STAX_DTYPE_FLOAT64, 2, dims2, logp2),
+                              kt_make(STAX_DTYPE_INT32, 1, t_dims2, t2)};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_OK(run_node(STAX_OP_NegativeLogLikelihoodLoss, NULL, 0, inputs, 2, outputs, 1, NULL));
   if (outputs[0]) CHECK_NEAR(*(double*)stax_tensor_data(outputs[0]), 2.5, 0);
-  release_all(outputs, 1);
-  release_all(inputs, 2);
+  kt_release_all(outputs, 1);
+  kt_release_all(inputs, 2);
 }
 
 static void test_nll_loss_errors(void) {
   const int64_t dims[] = {2, 3, 2}, target_dims[] = {2, 2};
   const double bad_target[] = {0, 2, 3, 1};
-  stax_tensor_t* inputs[2] = {make_tensor(STAX_DTYPE_FLOAT32, 3, dims, NULL),
-                              make_tensor(STAX_DTYPE_INT64, 2, target_dims, bad_target)};
+  stax_tensor_t* inputs[2] = {kt_make(STAX_DTYPE_FLOAT32, 3, dims, NULL),
+                              kt_make(STAX_DTYPE_INT64, 2, target_dims, bad_target)};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_ERROR(run_node(STAX_OP_NegativeLogLikelihoodLoss, NULL, 0, inputs, 2, outputs, 1, NULL),
               STAX_OUT_OF_RANGE, "value 3 at position [1, 0] is out of range [0, 3)");
   CHECK(outputs[0] == NULL);
   /* The same label is fine when it is the ignore_index. */
-  stax_node_attr_t ignore[] = {attr_int("ignore_index", 3)};
+  stax_node_attr_t ignore[] = {kt_attr_int("ignore_index", 3)};
   CHECK_OK(run_node(STAX_OP_NegativeLogLikelihoodLoss, ignore, 1, inputs, 2, outputs, 1, NULL));
-  release_all(outputs, 1);
+  kt_release_all(outputs, 1);
   const double negative[] = {0, -1, 0, 0};
   stax_tensor_release(inputs[1]);
-  inputs[1] = make_tensor(STAX_DTYPE_INT32, 2, target_dims, negative);
+  inputs[1] = kt_make(STAX_DTYPE_INT32, 2, target_dims, negative);
   CHECK_ERROR(run_node(STAX_OP_NegativeLogLikelihoodLoss, NULL, 0, inputs, 2, outputs, 1, NULL),
               STAX_OUT_OF_RANGE, "value -1 at position [0, 1]");
-  stax_node_attr_t bad_reduction[] = {attr_string("reduction", "max")};
+  stax_node_attr_t bad_reduction[] = {kt_attr_string("reduction", "max")};
   CHECK_ERROR(
       run_node(STAX_OP_NegativeLogLikelihoodLoss, bad_reduction, 1, inputs, 2, outputs, 1, NULL),
       STAX_INVALID_ARGUMENT, "\"max\"");
   stax_tensor_release(inputs[1]);
   const int64_t wrong_dims[] = {2, 3};
-  inputs[1] = make_tensor(STAX_DTYPE_INT64, 2, wrong_dims, NULL);
+  inputs[1] = kt_make(STAX_DTYPE_INT64, 2, wrong_dims, NULL);
   CHECK_ERROR(run_node(STAX_OP_NegativeLogLikelihoodLoss, NULL, 0, inputs, 2, outputs, 1, NULL),
               STAX_SHAPE_MISMATCH, "input 1 dim 1 is 3 but input 0 dim 2 is 2");
   stax_tensor_release(inputs[1]);
-  inputs[1] = make_tensor(STAX_DTYPE_FLOAT32, 2, target_dims, NULL);
+  inputs[1] = kt_make(STAX_DTYPE_FLOAT32, 2, target_dims, NULL);
   CHECK_ERROR(run_node(STAX_OP_NegativeLogLikelihoodLoss, NULL, 0, inputs, 2, outputs, 1, NULL),
               STAX_DTYPE_MISMATCH, "int32 or int64");
-  release_all(inputs, 2);
+  kt_release_all(inputs, 2);
 }
 
 static void test_softmax_cross_entropy(void) {
@@ -560,11 +507,11 @@ static void test_softmax_cross_entropy(void) {
     }
   const char* reductions[] = {"none", "sum", "mean"};
   for (int r = 0; r < 3; r++) {
-    stax_tensor_t* inputs[3] = {make_tensor(STAX_DTYPE_FLOAT64, 3, dims, scores),
-                                make_tensor(STAX_DTYPE_INT64, 2, target_dims, target_values),
-                                make_tensor(STAX_DTYPE_FLOAT64, 1, c_dims, weights)};
-    stax_node_attr_t attrs[] = {attr_string("reduction", reductions[r]),
-                                attr_int("ignore_index", 0)};
+    stax_tensor_t* inputs[3] = {kt_make(STAX_DTYPE_FLOAT64, 3, dims, scores),
+                                kt_make(STAX_DTYPE_INT64, 2, target_dims, target_values),
+                                kt_make(STAX_DTYPE_FLOAT64, 1, c_dims, weights)};
+    stax_node_attr_t attrs[] = {kt_attr_string("reduction", reductions[r]),
+                                kt_attr_int("ignore_index", 0)};
     stax_tensor_t* outputs[2] = {NULL, NULL};
     CHECK_OK(run_node(STAX_OP_SoftmaxCrossEntropyLoss, attrs, 2, inputs, 3, outputs, 2, NULL));
     double per_position[6];
@@ -572,51 +519,51 @@ static void test_softmax_cross_entropy(void) {
         reference_nll(logp, target, weights, 3, 4, 2, true, 0, reductions[r], per_position);
     if (outputs[0] && outputs[1]) {
       double got[24];
-      read_values(outputs[0], got);
+      kt_read_values(outputs[0], got);
       if (r == 0) CHECK(all_close(got, per_position, 6, 1e-13));
       else CHECK_NEAR(got[0], want, 1e-13 * (1 + fabs(want)));
-      read_values(outputs[1], got);
+      kt_read_values(outputs[1], got);
       CHECK(all_close(got, logp, 24, 1e-13));
     } else {
       CHECK(false);
     }
-    release_all(outputs, 2);
-    release_all(inputs, 3);
+    kt_release_all(outputs, 2);
+    kt_release_all(inputs, 3);
   }
   /* Without weights, without log_prob, float32, default mean. */
-  stax_tensor_t* inputs[2] = {make_tensor(STAX_DTYPE_FLOAT32, 3, dims, scores),
-                              make_tensor(STAX_DTYPE_INT32, 2, target_dims, target_values)};
+  stax_tensor_t* inputs[2] = {kt_make(STAX_DTYPE_FLOAT32, 3, dims, scores),
+                              kt_make(STAX_DTYPE_INT32, 2, target_dims, target_values)};
   stax_tensor_t* outputs[1] = {NULL};
   CHECK_OK(run_node(STAX_OP_SoftmaxCrossEntropyLoss, NULL, 0, inputs, 2, outputs, 1, NULL));
   double per_position[6];
   double want = reference_nll(logp, target, NULL, 3, 4, 2, false, 0, "mean", per_position);
   if (outputs[0]) CHECK_NEAR(*(float*)stax_tensor_data(outputs[0]), want, 1e-5);
-  release_all(outputs, 1);
+  kt_release_all(outputs, 1);
   /* Huge scores stay finite. */
   const int64_t dims2[] = {1, 2}, t_dims2[] = {1};
   const double huge[] = {10000, 10000}, label[] = {1};
-  stax_tensor_t* huge_inputs[2] = {make_tensor(STAX_DTYPE_FLOAT32, 2, dims2, huge),
-                                   make_tensor(STAX_DTYPE_INT64, 1, t_dims2, label)};
+  stax_tensor_t* huge_inputs[2] = {kt_make(STAX_DTYPE_FLOAT32, 2, dims2, huge),
+                                   kt_make(STAX_DTYPE_INT64, 1, t_dims2, label)};
   CHECK_OK(run_node(STAX_OP_SoftmaxCrossEntropyLoss, NULL, 0, huge_inputs, 2, outputs, 1, NULL));
   if (outputs[0]) CHECK_NEAR(*(float*)stax_tensor_data(outputs[0]), log(2.0), 1e-6);
-  release_all(outputs, 1);
-  release_all(huge_inputs, 2);
+  kt_release_all(outputs, 1);
+  kt_release_all(huge_inputs, 2);
   /* Label out of range: no output made, even with log_prob requested. */
   const double bad[] = {0, 4, 0, 0, 0, 0};
   stax_tensor_release(inputs[1]);
-  inputs[1] = make_tensor(STAX_DTYPE_INT64, 2, target_dims, bad);
+  inputs[1] = kt_make(STAX_DTYPE_INT64, 2, target_dims, bad);
   stax_tensor_t* two[2] = {NULL, NULL};
   CHECK_ERROR(run_node(STAX_OP_SoftmaxCrossEntropyLoss, NULL, 0, inputs, 2, two, 2, NULL),
               STAX_OUT_OF_RANGE, "value 4 at position [0, 1] is out of range [0, 4)");
   CHECK(two[0] == NULL && two[1] == NULL);
-  release_all(inputs, 2);
+  kt_release_all(inputs, 2);
 }
 
 /* ---- CumSum -------------------------------------------------------------------------------- */
 
 static stax_status_t run_cumsum(stax_tensor_t* x, stax_tensor_t* axis, int64_t exclusive,
                                 int64_t reverse, stax_threadpool_t* pool, stax_tensor_t** out) {
-  stax_node_attr_t attrs[] = {attr_int("exclusive", exclusive), attr_int("reverse", reverse)};
+  stax_node_attr_t attrs[] = {kt_attr_int("exclusive", exclusive), kt_attr_int("reverse", reverse)};
   stax_tensor_t* inputs[] = {x, axis};
   return run_node(STAX_OP_CumSum, attrs, 2, inputs, 2, out, 1, pool);
 }
@@ -631,16 +578,16 @@ static void test_cumsum_literal(void) {
   stax_dtype_t dtypes[] = {STAX_DTYPE_FLOAT32, STAX_DTYPE_INT32, STAX_DTYPE_UINT64,
                            STAX_DTYPE_FLOAT16, STAX_DTYPE_BFLOAT16, STAX_DTYPE_FLOAT64};
   const double zero[] = {0};
-  stax_tensor_t* axis = make_tensor(STAX_DTYPE_INT32, 0, NULL, zero);
+  stax_tensor_t* axis = kt_make(STAX_DTYPE_INT32, 0, NULL, zero);
   for (size_t t = 0; t < sizeof(dtypes) / sizeof(dtypes[0]); t++) {
-    stax_tensor_t* x = make_tensor(dtypes[t], 1, dims, values);
+    stax_tensor_t* x = kt_make(dtypes[t], 1, dims, values);
     for (int mode = 0; mode < 4; mode++) {
       stax_tensor_t* y = NULL;
       CHECK_OK(run_cumsum(x, axis, mode & 1, mode >> 1, NULL, &y));
       if (!y) continue;
       CHECK(stax_tensor_dtype(y) == dtypes[t]);
       double got[5];
-      read_values(y, got);
+      kt_read_values(y, got);
       CHECK(all_close(got, want[mode], 5, 0));
       stax_tensor_release(y);
     }
@@ -654,9 +601,9 @@ static void test_cumsum_axes_views(void) {
   const int64_t base_dims[] = {4, 3};
   double base_values[12];
   for (int i = 0; i < 12; i++) base_values[i] = random_value();
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_FLOAT64, 2, base_dims, base_values);
+  stax_tensor_t* base = kt_make(STAX_DTYPE_FLOAT64, 2, base_dims, base_values);
   stax_tensor_t* x = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), base, NULL, &x)); /* [3, 4] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &x)); /* [3, 4] */
   double values[12];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 4; j++) values[i * 4 + j] = base_values[j * 3 + i];
@@ -664,7 +611,7 @@ static void test_cumsum_axes_views(void) {
   for (int axis_value = -2; axis_value < 2; axis_value++) {
     int axis = axis_value < 0 ? axis_value + 2 : axis_value;
     const double axis_data[] = {axis_value};
-    stax_tensor_t* axis_tensor = make_tensor(STAX_DTYPE_INT64, 1, one, axis_data);
+    stax_tensor_t* axis_tensor = kt_make(STAX_DTYPE_INT64, 1, one, axis_data);
     for (int mode = 0; mode < 4; mode++) {
       bool exclusive = mode & 1, reverse = mode >> 1;
       double want[12];
@@ -683,7 +630,7 @@ static void test_cumsum_axes_views(void) {
       CHECK_OK(run_cumsum(x, axis_tensor, exclusive, reverse, NULL, &y));
       if (!y) continue;
       double got[12];
-      read_values(y, got);
+      kt_read_values(y, got);
       CHECK(all_close(got, want, 12, 1e-14));
       stax_tensor_release(y);
     }
@@ -696,16 +643,16 @@ static void test_cumsum_axes_views(void) {
 /* int64 running sums stay exact past 2^53; long axes cross chunk boundaries; threaded. */
 static void test_cumsum_integers_long(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 4, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
   const int64_t dims[] = {64, 1000};
   stax_tensor_t* x = NULL;
-  CHECK_OK(stax_tensor_create(sys(), STAX_DTYPE_INT64, 2, dims, &x));
+  CHECK_OK(stax_tensor_create(kt_allocator(), STAX_DTYPE_INT64, 2, dims, &x));
   if (!x) return;
   int64_t* data = stax_tensor_data(x);
   for (int i = 0; i < 64 * 1000; i++) data[i] = (INT64_C(1) << 50) + i; /* sums reach 2^60: exact only in integers */
   const double axis_values[2] = {1, 0};
   for (int a = 0; a < 2; a++) {
-    stax_tensor_t* axis = make_tensor(STAX_DTYPE_INT64, 0, NULL, &axis_values[a]);
+    stax_tensor_t* axis = kt_make(STAX_DTYPE_INT64, 0, NULL, &axis_values[a]);
     stax_tensor_t* y = NULL;
     CHECK_OK(run_cumsum(x, axis, 0, a, pool, &y)); /* axis 0 runs in reverse */
     if (y) {
@@ -740,9 +687,9 @@ static void test_cumsum_integers_long(void) {
 
 static void test_cumsum_errors_and_empty(void) {
   const int64_t dims[] = {2, 0};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL);
   const double one_value[] = {1}, two_value[] = {2};
-  stax_tensor_t* axis = make_tensor(STAX_DTYPE_INT64, 0, NULL, one_value);
+  stax_tensor_t* axis = kt_make(STAX_DTYPE_INT64, 0, NULL, one_value);
   stax_tensor_t* y = NULL;
   CHECK_OK(run_cumsum(x, axis, 0, 0, NULL, &y));
   if (y) {
@@ -751,21 +698,21 @@ static void test_cumsum_errors_and_empty(void) {
     y = NULL;
   }
   stax_tensor_release(axis);
-  axis = make_tensor(STAX_DTYPE_INT64, 0, NULL, two_value);
+  axis = kt_make(STAX_DTYPE_INT64, 0, NULL, two_value);
   CHECK_ERROR(run_cumsum(x, axis, 0, 0, NULL, &y), STAX_OUT_OF_RANGE,
               "axis 2 is out of range for input 0 of rank 2");
   CHECK(y == NULL);
   stax_tensor_release(axis);
-  axis = make_tensor(STAX_DTYPE_FLOAT32, 0, NULL, one_value);
+  axis = kt_make(STAX_DTYPE_FLOAT32, 0, NULL, one_value);
   CHECK_ERROR(run_cumsum(x, axis, 0, 0, NULL, &y), STAX_DTYPE_MISMATCH, "int32 or int64");
   stax_tensor_release(axis);
   const int64_t two[] = {2};
-  axis = make_tensor(STAX_DTYPE_INT64, 1, two, NULL);
+  axis = kt_make(STAX_DTYPE_INT64, 1, two, NULL);
   CHECK_ERROR(run_cumsum(x, axis, 0, 0, NULL, &y), STAX_INVALID_ARGUMENT, "axis");
   stax_tensor_release(axis);
   stax_tensor_release(x);
-  x = make_tensor(STAX_DTYPE_BOOL, 1, two, NULL);
-  axis = make_tensor(STAX_DTYPE_INT64, 0, NULL, NULL);
+  x = kt_make(STAX_DTYPE_BOOL, 1, two, NULL);
+  axis = kt_make(STAX_DTYPE_INT64, 0, NULL, NULL);
   CHECK_ERROR(run_cumsum(x, axis, 0, 0, NULL, &y), STAX_DTYPE_MISMATCH, "bool");
   stax_tensor_release(axis);
   stax_tensor_release(x);
@@ -778,16 +725,16 @@ static void test_fault_injection(void) {
   double values[24];
   for (int i = 0; i < 24; i++) values[i] = random_value();
   const double ones[] = {1, 1, 1, 1}, labels[] = {0, 1, 2, 0, 1, 2, 0, 1};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 3, dims, values);
-  stax_tensor_t* channel = make_tensor(STAX_DTYPE_FLOAT32, 1, c_dims, ones);
-  stax_tensor_t* row = make_tensor(STAX_DTYPE_FLOAT32, 1, row_dims, ones);
-  stax_tensor_t* target = make_tensor(STAX_DTYPE_INT64, 2, target_dims, labels);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 3, dims, values);
+  stax_tensor_t* channel = kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, ones);
+  stax_tensor_t* row = kt_make(STAX_DTYPE_FLOAT32, 1, row_dims, ones);
+  stax_tensor_t* target = kt_make(STAX_DTYPE_INT64, 2, target_dims, labels);
   /* A view whose rows need a contiguous copy in InstanceNormalization. */
   const int32_t perm[] = {0, 2, 1};
   stax_tensor_t* transposed = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), x, perm, &transposed)); /* [2, 4, 3] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), x, perm, &transposed)); /* [2, 4, 3] */
   const int64_t t_c_dims[] = {4};
-  stax_tensor_t* t_channel = make_tensor(STAX_DTYPE_FLOAT32, 1, t_c_dims, ones);
+  stax_tensor_t* t_channel = kt_make(STAX_DTYPE_FLOAT32, 1, t_c_dims, ones);
   struct {
     stax_op_t op;
     stax_tensor_t* inputs[5];
@@ -803,7 +750,7 @@ static void test_fault_injection(void) {
     bool succeeded = false;
     for (uint64_t fail_at = 1; fail_at < 30 && !succeeded; fail_at++) {
       stax_failing_allocator_t state;
-      stax_failing_allocator_init(&state, sys(), fail_at);
+      stax_failing_allocator_init(&state, kt_allocator(), fail_at);
       stax_node_t node = {.op = cases[c].op, .name = "f"};
       stax_tensor_t* outputs[3] = {NULL, NULL, NULL};
       stax_kernel_call_t call = {.node = &node,
@@ -816,7 +763,7 @@ static void test_fault_injection(void) {
       if (status == STAX_OK) {
         succeeded = true;
         for (int32_t i = 0; i < cases[c].output_count; i++) CHECK(outputs[i] != NULL);
-        release_all(outputs, 3);
+        kt_release_all(outputs, 3);
       } else {
         CHECK_EQ_INT(stax_status_code(status), STAX_OUT_OF_MEMORY);
         stax_status_free(status);

@@ -5,44 +5,9 @@
  * thread pool's split paths, and the error paths. */
 #include "kernels/kernel.h"
 #include "test_harness.h"
+#include "kernel_test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static stax_allocator_t sys(void) { return stax_allocator_system(); }
-
-/* A contiguous tensor holding `values` (converted from double; NULL leaves zeros). */
-static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                                  const double* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create_zeros(sys(), dtype, rank, dims, &t));
-  if (t && values)
-    stax_convert_elements(STAX_DTYPE_FLOAT64, values, dtype, stax_tensor_data(t),
-                          (size_t)stax_tensor_element_count(t));
-  return t;
-}
-
-/* Reads any view into doubles in row-major order. */
-static void read_values(const stax_tensor_t* t, double* out) {
-  stax_tensor_t* copy = NULL;
-  CHECK_OK(stax_tensor_copy(sys(), t, &copy));
-  if (!copy) return;
-  stax_convert_elements(stax_tensor_dtype(copy), stax_tensor_data(copy), STAX_DTYPE_FLOAT64, out,
-                        (size_t)stax_tensor_element_count(copy));
-  stax_tensor_release(copy);
-}
-
-static stax_node_attr_t attr_int(const char* name, int64_t value) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_INT};
-  a.value.i = value;
-  return a;
-}
-
-static stax_node_attr_t attr_ints(const char* name, int32_t count, const int64_t* values) {
-  stax_node_attr_t a = {.name = name, .type = STAX_ATTR_INTS};
-  a.value.ints.count = count;
-  a.value.ints.data = values;
-  return a;
-}
 
 /* The kernels under test, called directly (not through the VM's table). */
 static stax_kernel_fn kernel_for(stax_op_t op) {
@@ -72,15 +37,8 @@ static stax_kernel_fn kernel_for(stax_op_t op) {
 static stax_status_t run_kernel(stax_op_t op, stax_node_attr_t* attrs, int32_t attr_count,
                                 stax_tensor_t* const* inputs, int32_t input_count,
                                 stax_threadpool_t* pool, stax_tensor_t** out) {
-  stax_node_t node = {.op = op, .name = "n", .attr_count = attr_count, .attrs = attrs};
-  stax_kernel_call_t call = {.node = &node,
-                             .allocator = sys(),
-                             .pool = pool,
-                             .input_count = input_count,
-                             .inputs = inputs,
-                             .output_count = 1,
-                             .outputs = out};
-  return kernel_for(op)(&call);
+  return kt_call_kernel(kernel_for(op), op, "n", attrs, attr_count, inputs, input_count, out, 1,
+                        kt_allocator(), pool);
 }
 
 static uint64_t rng_state = 88172645463325252ull;
@@ -158,10 +116,10 @@ static const stax_op_t reduce_ops[] = {
 static void test_reduce_sum_literal(void) {
   const int64_t dims[] = {2, 3};
   const double values[] = {1, 2, 3, 4, 5, 6};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   const int64_t axes[] = {1};
   for (int keep = 0; keep <= 1; keep++) {
-    stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes), attr_int("keepdims", keep)};
+    stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes), kt_attr_int("keepdims", keep)};
     stax_tensor_t* y = NULL;
     CHECK_OK(run_kernel(STAX_OP_ReduceSum, attrs, 2, &x, 1, NULL, &y));
     if (!y) continue;
@@ -191,7 +149,7 @@ static void test_reduce_all_ops_all_axes(void) {
       stax_op_t op = reduce_ops[k];
       const double* data =
           (op == STAX_OP_ReduceLogSum || op == STAX_OP_ReduceProd) ? positive : x_values;
-      stax_tensor_t* x = make_tensor(dtype, 3, dims, data);
+      stax_tensor_t* x = kt_make(dtype, 3, dims, data);
       for (int mask = 1; mask < 8; mask++) {
         bool reduced[3];
         int64_t axes[3];
@@ -209,16 +167,16 @@ static void test_reduce_all_ops_all_axes(void) {
         reference_reduce(op, 3, dims, reduced, data, expected, &expected_count);
         for (int form = 0; form < 3; form++) {
           for (int keep = 0; keep <= 1; keep++) {
-            stax_node_attr_t attrs[2] = {attr_int("keepdims", keep)};
+            stax_node_attr_t attrs[2] = {kt_attr_int("keepdims", keep)};
             int32_t attr_count = 1;
             stax_tensor_t* inputs[2] = {x, NULL};
             int32_t input_count = 1;
             if (form == 0) {
-              attrs[attr_count++] = attr_ints("axes", count, axes);
+              attrs[attr_count++] = kt_attr_ints("axes", count, axes);
             } else {
               double axes_values[3] = {(double)axes[0], (double)axes[1], (double)axes[2]};
               int64_t axes_dims[] = {count};
-              inputs[1] = make_tensor(form == 1 ? STAX_DTYPE_INT64 : STAX_DTYPE_INT32, 1,
+              inputs[1] = kt_make(form == 1 ? STAX_DTYPE_INT64 : STAX_DTYPE_INT32, 1,
                                       axes_dims, axes_values);
               input_count = 2;
             }
@@ -229,7 +187,7 @@ static void test_reduce_all_ops_all_axes(void) {
             CHECK_EQ_INT(stax_tensor_rank(y), keep ? 3 : 3 - count);
             CHECK_EQ_INT(stax_tensor_element_count(y), expected_count);
             double got[60];
-            read_values(y, got);
+            kt_read_values(y, got);
             double tolerance = dtype == STAX_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
             for (int64_t o = 0; o < expected_count; o++)
               CHECK_NEAR(got[o], expected[o], tolerance * (1 + fabs(expected[o])));
@@ -249,14 +207,14 @@ static void test_reduce_odd_lengths(void) {
   for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
     const int64_t dims[] = {2, lengths[l]};
     for (int64_t i = 0; i < 2 * lengths[l]; i++) values[i] = 0.9 + fabs(random_value()) / 16;
-    stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT64, 2, dims, values);
+    stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT64, 2, dims, values);
     for (int k = 0; k < REDUCE_OP_COUNT; k++) {
       for (int axis = 0; axis < 2; axis++) {
         bool reduced[2] = {axis == 0, axis == 1};
         int64_t expected_count = 0;
         reference_reduce(reduce_ops[k], 2, dims, reduced, values, expected, &expected_count);
         const int64_t axes[] = {axis};
-        stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes)};
+        stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes)};
         stax_tensor_t* y = NULL;
         CHECK_OK(run_kernel(reduce_ops[k], attrs, 1, &x, 1, NULL, &y));
         if (!y) continue;
@@ -277,19 +235,19 @@ static void test_reduce_half_types(void) {
   const int64_t axes[] = {-1};
   stax_dtype_t dtypes[] = {STAX_DTYPE_FLOAT16, STAX_DTYPE_BFLOAT16};
   for (int t = 0; t < 2; t++) {
-    stax_tensor_t* x = make_tensor(dtypes[t], 2, dims, values);
-    stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes), attr_int("keepdims", 0)};
+    stax_tensor_t* x = kt_make(dtypes[t], 2, dims, values);
+    stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes), kt_attr_int("keepdims", 0)};
     stax_tensor_t* y = NULL;
     CHECK_OK(run_kernel(STAX_OP_ReduceSum, attrs, 2, &x, 1, NULL, &y));
     double got[2] = {0};
-    if (y) read_values(y, got);
+    if (y) kt_read_values(y, got);
     CHECK_NEAR(got[0], 4.0, 0);
     /* 1024 + 3 = 1027: float16 rounds to 1027 (spacing 1), bfloat16 to 1024 (spacing 8). */
     CHECK_NEAR(got[1], t == 0 ? 1027.0 : 1024.0, 0);
     if (y) stax_tensor_release(y);
     y = NULL;
     CHECK_OK(run_kernel(STAX_OP_ReduceMax, attrs, 2, &x, 1, NULL, &y));
-    if (y) read_values(y, got);
+    if (y) kt_read_values(y, got);
     CHECK_NEAR(got[0], 4.0, 0);
     CHECK_NEAR(got[1], 1024.0, 0);
     if (y) stax_tensor_release(y);
@@ -303,7 +261,7 @@ static void test_reduce_integers(void) {
   /* int64 beyond 2^53: a double accumulator would lose the +1s. */
   int64_t big[] = {(INT64_C(1) << 60) + 1, 1, 1};
   stax_tensor_t* x = NULL;
-  CHECK_OK(stax_tensor_wrap(sys(), big, STAX_DTYPE_INT64, 1, dims, NULL, NULL, NULL, &x));
+  CHECK_OK(stax_tensor_wrap(kt_allocator(), big, STAX_DTYPE_INT64, 1, dims, NULL, NULL, NULL, &x));
   stax_tensor_t* y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceSum, NULL, 0, &x, 1, NULL, &y));
   if (y) CHECK(*(int64_t*)stax_tensor_data(y) == (INT64_C(1) << 60) + 3);
@@ -317,9 +275,9 @@ static void test_reduce_integers(void) {
   /* int32 Mean truncates toward zero: (-7 + 0) / 2 = -3; (5 + 2) / 2 = 3. */
   const int64_t dims2[] = {2, 2};
   const double ints[] = {-7, 0, 5, 2};
-  x = make_tensor(STAX_DTYPE_INT32, 2, dims2, ints);
+  x = kt_make(STAX_DTYPE_INT32, 2, dims2, ints);
   const int64_t axes[] = {1};
-  stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes), attr_int("keepdims", 0)};
+  stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes), kt_attr_int("keepdims", 0)};
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceMean, attrs, 2, &x, 1, NULL, &y));
   if (y) {
@@ -346,7 +304,7 @@ static void test_reduce_integers(void) {
   /* int32 sum wraps like int32 arithmetic. */
   const double wrap[] = {2147483647.0, 1.0};
   const int64_t dims1[] = {2};
-  x = make_tensor(STAX_DTYPE_INT32, 1, dims1, wrap);
+  x = kt_make(STAX_DTYPE_INT32, 1, dims1, wrap);
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceSum, NULL, 0, &x, 1, NULL, &y));
   if (y) CHECK_EQ_INT(*(int32_t*)stax_tensor_data(y), INT32_MIN);
@@ -355,7 +313,7 @@ static void test_reduce_integers(void) {
 
   /* uint64 above INT64_MAX orders as unsigned. */
   uint64_t unsigned_values[] = {UINT64_MAX - 1, 3, UINT64_C(1) << 63};
-  CHECK_OK(stax_tensor_wrap(sys(), unsigned_values, STAX_DTYPE_UINT64, 1, dims, NULL, NULL, NULL,
+  CHECK_OK(stax_tensor_wrap(kt_allocator(), unsigned_values, STAX_DTYPE_UINT64, 1, dims, NULL, NULL, NULL,
                             &x));
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceMax, NULL, 0, &x, 1, NULL, &y));
@@ -369,21 +327,21 @@ static void test_reduce_integers(void) {
 
   /* int8 / uint8 Max and Min, and bool Max (any) / Min (all). */
   const double small[] = {-128, 127, 5};
-  x = make_tensor(STAX_DTYPE_INT8, 1, dims, small);
+  x = kt_make(STAX_DTYPE_INT8, 1, dims, small);
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceMin, NULL, 0, &x, 1, NULL, &y));
   if (y) CHECK_EQ_INT(*(int8_t*)stax_tensor_data(y), -128);
   if (y) stax_tensor_release(y);
   stax_tensor_release(x);
   const double bytes[] = {200, 7, 255};
-  x = make_tensor(STAX_DTYPE_UINT8, 1, dims, bytes);
+  x = kt_make(STAX_DTYPE_UINT8, 1, dims, bytes);
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceMax, NULL, 0, &x, 1, NULL, &y));
   if (y) CHECK_EQ_INT(*(uint8_t*)stax_tensor_data(y), 255);
   if (y) stax_tensor_release(y);
   stax_tensor_release(x);
   const double flags[] = {0, 1, 0};
-  x = make_tensor(STAX_DTYPE_BOOL, 1, dims, flags);
+  x = kt_make(STAX_DTYPE_BOOL, 1, dims, flags);
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceMax, NULL, 0, &x, 1, NULL, &y));
   if (y) CHECK_EQ_INT(*(uint8_t*)stax_tensor_data(y), 1);
@@ -399,9 +357,9 @@ static void test_reduce_integers(void) {
 static void test_reduce_empty_axes(void) {
   const int64_t dims[] = {2, 2};
   const double values[] = {1, -2, 3, -4};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   stax_tensor_t* y = NULL;
-  stax_node_attr_t keep0[] = {attr_int("keepdims", 0)};
+  stax_node_attr_t keep0[] = {kt_attr_int("keepdims", 0)};
   CHECK_OK(run_kernel(STAX_OP_ReduceSumSquare, keep0, 1, &x, 1, NULL, &y));
   if (y) {
     CHECK_EQ_INT(stax_tensor_rank(y), 0);
@@ -410,7 +368,7 @@ static void test_reduce_empty_axes(void) {
   }
   /* An empty axes input behaves like no axes. */
   const int64_t zero[] = {0};
-  stax_tensor_t* empty_axes = make_tensor(STAX_DTYPE_INT64, 1, zero, NULL);
+  stax_tensor_t* empty_axes = kt_make(STAX_DTYPE_INT64, 1, zero, NULL);
   stax_tensor_t* inputs[] = {x, empty_axes};
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceSum, NULL, 0, inputs, 2, NULL, &y));
@@ -420,12 +378,12 @@ static void test_reduce_empty_axes(void) {
     CHECK_NEAR(*(float*)stax_tensor_data(y), -2.0, 0);
     stax_tensor_release(y);
   }
-  stax_node_attr_t noop[] = {attr_int("noop_with_empty_axes", 1)};
+  stax_node_attr_t noop[] = {kt_attr_int("noop_with_empty_axes", 1)};
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceSumSquare, noop, 1, inputs, 2, NULL, &y));
   if (y) {
     double got[4];
-    read_values(y, got);
+    kt_read_values(y, got);
     CHECK_EQ_INT(stax_tensor_dims(y)[0], 2);
     CHECK_EQ_INT(stax_tensor_dims(y)[1], 2);
     for (int i = 0; i < 4; i++) CHECK_NEAR(got[i], values[i] * values[i], 0);
@@ -435,7 +393,7 @@ static void test_reduce_empty_axes(void) {
   CHECK_OK(run_kernel(STAX_OP_ReduceMean, noop, 1, &x, 1, NULL, &y));
   if (y) {
     double got[4];
-    read_values(y, got);
+    kt_read_values(y, got);
     for (int i = 0; i < 4; i++) CHECK_NEAR(got[i], values[i], 0);
     stax_tensor_release(y);
   }
@@ -445,7 +403,7 @@ static void test_reduce_empty_axes(void) {
 
 static void test_reduce_rank0(void) {
   const double value[] = {-2.5};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT64, 0, NULL, value);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT64, 0, NULL, value);
   for (int k = 0; k < REDUCE_OP_COUNT; k++) {
     stax_tensor_t* y = NULL;
     CHECK_OK(run_kernel(reduce_ops[k], NULL, 0, &x, 1, NULL, &y));
@@ -469,9 +427,9 @@ static void test_reduce_rank0(void) {
 /* Reductions over an empty set give the identity. */
 static void test_reduce_zero_sized(void) {
   const int64_t dims[] = {2, 0, 3};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 3, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 3, dims, NULL);
   const int64_t axes[] = {1};
-  stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes)};
+  stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes)};
   struct {
     stax_op_t op;
     double want;
@@ -486,7 +444,7 @@ static void test_reduce_zero_sized(void) {
     CHECK_EQ_INT(stax_tensor_rank(y), 3);
     CHECK_EQ_INT(stax_tensor_element_count(y), 6);
     double got[6];
-    read_values(y, got);
+    kt_read_values(y, got);
     for (int i = 0; i < 6; i++) {
       if (isnan(cases[c].want)) CHECK(isnan(got[i]));
       else CHECK(got[i] == cases[c].want);
@@ -495,14 +453,14 @@ static void test_reduce_zero_sized(void) {
   }
   stax_tensor_release(x);
   /* Integer Max of nothing is the dtype's lowest value. */
-  x = make_tensor(STAX_DTYPE_INT32, 3, dims, NULL);
+  x = kt_make(STAX_DTYPE_INT32, 3, dims, NULL);
   stax_tensor_t* y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceMax, attrs, 1, &x, 1, NULL, &y));
   if (y) CHECK_EQ_INT(((int32_t*)stax_tensor_data(y))[5], INT32_MIN);
   if (y) stax_tensor_release(y);
   /* Reducing a non-empty dim of an empty tensor gives an empty output. */
   const int64_t axes2[] = {2};
-  stax_node_attr_t attrs2[] = {attr_ints("axes", 1, axes2), attr_int("keepdims", 0)};
+  stax_node_attr_t attrs2[] = {kt_attr_ints("axes", 1, axes2), kt_attr_int("keepdims", 0)};
   y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceSum, attrs2, 2, &x, 1, NULL, &y));
   if (y) {
@@ -518,9 +476,9 @@ static void test_reduce_non_contiguous(void) {
   const int64_t dims[] = {4, 6};
   double values[24];
   for (int i = 0; i < 24; i++) values[i] = random_value();
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* base = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   stax_tensor_t* transposed = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), base, NULL, &transposed)); /* [6, 4] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &transposed)); /* [6, 4] */
   double t_values[24];
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 4; j++) t_values[i * 4 + j] = values[j * 6 + i];
@@ -528,7 +486,7 @@ static void test_reduce_non_contiguous(void) {
   const int64_t starts[] = {5}, ends[] = {-100}, steps[] = {-2};
   const int32_t slice_axes[] = {1};
   stax_tensor_t* sliced = NULL;
-  CHECK_OK(stax_tensor_slice(sys(), base, 1, starts, ends, slice_axes, steps, &sliced));
+  CHECK_OK(stax_tensor_slice(kt_allocator(), base, 1, starts, ends, slice_axes, steps, &sliced));
   double s_values[12];
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 3; j++) s_values[i * 3 + j] = values[i * 6 + 5 - 2 * j];
@@ -547,12 +505,12 @@ static void test_reduce_non_contiguous(void) {
         reference_reduce(reduce_ops[k], 2, views[v].dims, reduced, views[v].data, expected,
                          &expected_count);
         const int64_t axes[] = {axis};
-        stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes)};
+        stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes)};
         stax_tensor_t* y = NULL;
         CHECK_OK(run_kernel(reduce_ops[k], attrs, 1, &views[v].view, 1, NULL, &y));
         if (!y) continue;
         double got[24];
-        read_values(y, got);
+        kt_read_values(y, got);
         for (int64_t o = 0; o < expected_count; o++)
           CHECK_NEAR(got[o], expected[o], 1e-5 * (1 + fabs(expected[o])));
         stax_tensor_release(y);
@@ -567,11 +525,11 @@ static void test_reduce_non_contiguous(void) {
 static void test_reduce_preallocated(void) {
   const int64_t dims[] = {2, 3};
   const double values[] = {1, 2, 3, 4, 5, 6};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   const int64_t axes[] = {0};
-  stax_node_attr_t attrs[] = {attr_ints("axes", 1, axes), attr_int("keepdims", 0)};
+  stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, axes), kt_attr_int("keepdims", 0)};
   const int64_t out_dims[] = {3};
-  stax_tensor_t* y = make_tensor(STAX_DTYPE_FLOAT32, 1, out_dims, NULL);
+  stax_tensor_t* y = kt_make(STAX_DTYPE_FLOAT32, 1, out_dims, NULL);
   stax_tensor_t* out = y;
   CHECK_OK(run_kernel(STAX_OP_ReduceMin, attrs, 2, &x, 1, NULL, &out));
   CHECK(out == y);
@@ -582,7 +540,7 @@ static void test_reduce_preallocated(void) {
   stax_tensor_release(y);
   /* A preallocated output of the wrong shape is reported, and left to its owner. */
   const int64_t wrong_dims[] = {2};
-  y = make_tensor(STAX_DTYPE_FLOAT32, 1, wrong_dims, NULL);
+  y = kt_make(STAX_DTYPE_FLOAT32, 1, wrong_dims, NULL);
   out = y;
   CHECK_ERROR(run_kernel(STAX_OP_ReduceMin, attrs, 2, &x, 1, NULL, &out), STAX_SHAPE_MISMATCH,
               "output 0");
@@ -594,18 +552,18 @@ static void test_reduce_preallocated(void) {
  * reduction; results match the single-threaded ones. */
 static void test_reduce_threaded(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 4, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
   if (!pool) return;
   const int64_t dims[] = {300, 700};
   static double values[300 * 700];
   for (int i = 0; i < 300 * 700; i++) values[i] = random_value();
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   for (int k = 0; k < REDUCE_OP_COUNT; k++) {
     stax_op_t op = reduce_ops[k];
     if (op == STAX_OP_ReduceLogSum || op == STAX_OP_ReduceProd) continue;
     for (int mode = 0; mode < 3; mode++) { /* axis 0, axis 1, all */
       const int64_t axes[] = {mode == 2 ? 0 : mode, 1};
-      stax_node_attr_t attrs[] = {attr_ints("axes", mode == 2 ? 2 : 1, axes)};
+      stax_node_attr_t attrs[] = {kt_attr_ints("axes", mode == 2 ? 2 : 1, axes)};
       stax_tensor_t* single = NULL;
       stax_tensor_t* threaded = NULL;
       CHECK_OK(run_kernel(op, attrs, 1, &x, 1, NULL, &single));
@@ -630,7 +588,7 @@ static void test_reduce_threaded(void) {
   }
   stax_tensor_release(x);
   /* int64 full reduction through partials stays exact. */
-  x = make_tensor(STAX_DTYPE_INT64, 2, dims, NULL);
+  x = kt_make(STAX_DTYPE_INT64, 2, dims, NULL);
   int64_t* data = stax_tensor_data(x);
   int64_t want = 0;
   for (int i = 0; i < 300 * 700; i++) {
@@ -648,7 +606,7 @@ static void test_reduce_threaded(void) {
 static void test_reduce_log_sum_exp_stable(void) {
   const int64_t dims[] = {3};
   const double values[] = {1000, 1000, -INFINITY};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 1, dims, values);
   stax_tensor_t* y = NULL;
   CHECK_OK(run_kernel(STAX_OP_ReduceLogSumExp, NULL, 0, &x, 1, NULL, &y));
   if (y) CHECK_NEAR(*(float*)stax_tensor_data(y), 1000 + log(2.0), 1e-3);
@@ -658,44 +616,44 @@ static void test_reduce_log_sum_exp_stable(void) {
 
 static void test_reduce_errors(void) {
   const int64_t dims[] = {2, 3};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL);
   stax_tensor_t* y = NULL;
   const int64_t bad_axis[] = {2};
-  stax_node_attr_t attrs[] = {attr_ints("axes", 1, bad_axis)};
+  stax_node_attr_t attrs[] = {kt_attr_ints("axes", 1, bad_axis)};
   CHECK_ERROR(run_kernel(STAX_OP_ReduceSum, attrs, 1, &x, 1, NULL, &y), STAX_OUT_OF_RANGE,
               "axes[0] = 2 is out of range for input 0 of rank 2");
   CHECK(y == NULL);
   const int64_t negative_axis[] = {-3};
-  attrs[0] = attr_ints("axes", 1, negative_axis);
+  attrs[0] = kt_attr_ints("axes", 1, negative_axis);
   CHECK_ERROR(run_kernel(STAX_OP_ReduceMax, attrs, 1, &x, 1, NULL, &y), STAX_OUT_OF_RANGE,
               "-3");
   const int64_t repeated[] = {1, -1};
-  attrs[0] = attr_ints("axes", 2, repeated);
+  attrs[0] = kt_attr_ints("axes", 2, repeated);
   CHECK_ERROR(run_kernel(STAX_OP_ReduceMean, attrs, 1, &x, 1, NULL, &y), STAX_INVALID_ARGUMENT,
               "repeats axis 1");
   /* Axes both ways. */
   const int64_t one[] = {1};
-  attrs[0] = attr_ints("axes", 1, one);
+  attrs[0] = kt_attr_ints("axes", 1, one);
   const int64_t axes_dims[] = {1};
   const double axes_value[] = {1};
-  stax_tensor_t* axes = make_tensor(STAX_DTYPE_INT64, 1, axes_dims, axes_value);
+  stax_tensor_t* axes = kt_make(STAX_DTYPE_INT64, 1, axes_dims, axes_value);
   stax_tensor_t* inputs[] = {x, axes};
   CHECK_ERROR(run_kernel(STAX_OP_ReduceSum, attrs, 1, inputs, 2, NULL, &y),
               STAX_INVALID_ARGUMENT, "both");
   stax_tensor_release(axes);
   /* Float axes input. */
-  axes = make_tensor(STAX_DTYPE_FLOAT32, 1, axes_dims, axes_value);
+  axes = kt_make(STAX_DTYPE_FLOAT32, 1, axes_dims, axes_value);
   inputs[1] = axes;
   CHECK_ERROR(run_kernel(STAX_OP_ReduceSum, NULL, 0, inputs, 2, NULL, &y), STAX_DTYPE_MISMATCH,
               "axes");
   stax_tensor_release(axes);
   /* The 'keepdims' attribute of the wrong type. */
-  stax_node_attr_t wrong_type = attr_ints("keepdims", 1, one);
+  stax_node_attr_t wrong_type = kt_attr_ints("keepdims", 1, one);
   CHECK_ERROR(run_kernel(STAX_OP_ReduceSum, &wrong_type, 1, &x, 1, NULL, &y),
               STAX_INVALID_ARGUMENT, "keepdims");
   stax_tensor_release(x);
   /* bool only for Max / Min. */
-  x = make_tensor(STAX_DTYPE_BOOL, 2, dims, NULL);
+  x = kt_make(STAX_DTYPE_BOOL, 2, dims, NULL);
   CHECK_ERROR(run_kernel(STAX_OP_ReduceSum, NULL, 0, &x, 1, NULL, &y), STAX_DTYPE_MISMATCH,
               "bool");
   CHECK(y == NULL);
@@ -706,9 +664,9 @@ static void test_reduce_errors(void) {
  * threaded partial results could not be had) the right answer computed inline. */
 static void test_reduce_fault_injection(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 4, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
   const int64_t dims[] = {400, 400};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT64, 2, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT64, 2, dims, NULL);
   if (!x) return;
   double* data = stax_tensor_data(x);
   for (int i = 0; i < 400 * 400; i++) data[i] = (i % 5) - 2.0;
@@ -718,7 +676,7 @@ static void test_reduce_fault_injection(void) {
     bool succeeded = false;
     for (uint64_t fail_at = 1; fail_at < 20 && !succeeded; fail_at++) {
       stax_failing_allocator_t state;
-      stax_failing_allocator_init(&state, sys(), fail_at);
+      stax_failing_allocator_init(&state, kt_allocator(), fail_at);
       stax_node_t node = {.op = ops[k], .name = "f"};
       stax_tensor_t* out = NULL;
       stax_kernel_call_t call = {.node = &node,
@@ -753,8 +711,8 @@ static void test_reduce_fault_injection(void) {
 
 static int64_t* run_arg(stax_op_t op, stax_tensor_t* x, int64_t axis, int64_t keepdims,
                         int64_t last, stax_threadpool_t* pool, stax_tensor_t** out) {
-  stax_node_attr_t attrs[] = {attr_int("axis", axis), attr_int("keepdims", keepdims),
-                              attr_int("select_last_index", last)};
+  stax_node_attr_t attrs[] = {kt_attr_int("axis", axis), kt_attr_int("keepdims", keepdims),
+                              kt_attr_int("select_last_index", last)};
   *out = NULL;
   CHECK_OK(run_kernel(op, attrs, 3, &x, 1, pool, out));
   if (*out) CHECK(stax_tensor_dtype(*out) == STAX_DTYPE_INT64);
@@ -764,7 +722,7 @@ static int64_t* run_arg(stax_op_t op, stax_tensor_t* x, int64_t axis, int64_t ke
 static void test_arg_basic(void) {
   const int64_t dims[] = {2, 4};
   const double values[] = {3, 9, 9, 1, -5, -5, 2, -5};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   stax_tensor_t* y = NULL;
   int64_t* r = run_arg(STAX_OP_ArgMax, x, 1, 1, 0, NULL, &y);
   if (r) {
@@ -818,10 +776,10 @@ static void test_arg_reference(void) {
   stax_dtype_t dtypes[] = {STAX_DTYPE_FLOAT32, STAX_DTYPE_FLOAT16, STAX_DTYPE_INT32,
                            STAX_DTYPE_INT8, STAX_DTYPE_FLOAT64, STAX_DTYPE_BFLOAT16};
   for (size_t t = 0; t < sizeof(dtypes) / sizeof(dtypes[0]); t++) {
-    stax_tensor_t* base = make_tensor(dtypes[t], 3, dims, values);
+    stax_tensor_t* base = kt_make(dtypes[t], 3, dims, values);
     const int32_t perm[] = {2, 0, 1};
     stax_tensor_t* x = NULL;
-    CHECK_OK(stax_tensor_transpose(sys(), base, perm, &x)); /* [7, 5, 3] */
+    CHECK_OK(stax_tensor_transpose(kt_allocator(), base, perm, &x)); /* [7, 5, 3] */
     if (!x) continue;
     const int64_t* xd = stax_tensor_dims(x);
     for (int op = 0; op < 2; op++) {
@@ -866,7 +824,7 @@ static void test_arg_special_values(void) {
   /* NaN is chosen (first NaN), as numpy does. */
   const int64_t dims[] = {4};
   const double values[] = {1, NAN, 5, NAN};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 1, dims, values);
   stax_tensor_t* y = NULL;
   int64_t* r = run_arg(STAX_OP_ArgMax, x, 0, 0, 0, NULL, &y);
   if (r) CHECK_EQ_INT(r[0], 1);
@@ -878,7 +836,7 @@ static void test_arg_special_values(void) {
   /* int64 values that differ only beyond 2^53. */
   int64_t big[] = {(INT64_C(1) << 60) + 1, (INT64_C(1) << 60) + 3, (INT64_C(1) << 60) + 2};
   const int64_t dims3[] = {3};
-  CHECK_OK(stax_tensor_wrap(sys(), big, STAX_DTYPE_INT64, 1, dims3, NULL, NULL, NULL, &x));
+  CHECK_OK(stax_tensor_wrap(kt_allocator(), big, STAX_DTYPE_INT64, 1, dims3, NULL, NULL, NULL, &x));
   r = run_arg(STAX_OP_ArgMax, x, 0, 1, 0, NULL, &y);
   if (r) CHECK_EQ_INT(r[0], 1);
   if (y) stax_tensor_release(y);
@@ -887,7 +845,7 @@ static void test_arg_special_values(void) {
   const int64_t long_dims[] = {1000};
   static double long_values[1000];
   for (int i = 0; i < 1000; i++) long_values[i] = i == 777 ? 50 : (i % 17);
-  x = make_tensor(STAX_DTYPE_UINT16, 1, long_dims, long_values);
+  x = kt_make(STAX_DTYPE_UINT16, 1, long_dims, long_values);
   r = run_arg(STAX_OP_ArgMax, x, 0, 0, 0, NULL, &y);
   if (r) {
     CHECK_EQ_INT(stax_tensor_rank(y), 0);
@@ -899,43 +857,43 @@ static void test_arg_special_values(void) {
 
 static void test_arg_errors_and_empty(void) {
   const int64_t dims[] = {2, 0};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL);
   stax_tensor_t* y = NULL;
-  stax_node_attr_t attrs[] = {attr_int("axis", 1)};
+  stax_node_attr_t attrs[] = {kt_attr_int("axis", 1)};
   CHECK_ERROR(run_kernel(STAX_OP_ArgMax, attrs, 1, &x, 1, NULL, &y), STAX_INVALID_ARGUMENT,
               "is 0");
   CHECK(y == NULL);
   /* Along the non-empty axis the output is empty: fine. */
-  attrs[0] = attr_int("axis", 0);
+  attrs[0] = kt_attr_int("axis", 0);
   CHECK_OK(run_kernel(STAX_OP_ArgMax, attrs, 1, &x, 1, NULL, &y));
   if (y) {
     CHECK_EQ_INT(stax_tensor_element_count(y), 0);
     stax_tensor_release(y);
     y = NULL;
   }
-  attrs[0] = attr_int("axis", 2);
+  attrs[0] = kt_attr_int("axis", 2);
   CHECK_ERROR(run_kernel(STAX_OP_ArgMin, attrs, 1, &x, 1, NULL, &y), STAX_OUT_OF_RANGE,
               "axis 2 is out of range for input 0 of rank 2");
   stax_tensor_release(x);
   const int64_t dims2[] = {2};
-  x = make_tensor(STAX_DTYPE_BOOL, 1, dims2, NULL);
-  attrs[0] = attr_int("axis", 0);
+  x = kt_make(STAX_DTYPE_BOOL, 1, dims2, NULL);
+  attrs[0] = kt_attr_int("axis", 0);
   CHECK_ERROR(run_kernel(STAX_OP_ArgMin, attrs, 1, &x, 1, NULL, &y), STAX_DTYPE_MISMATCH, "bool");
   stax_tensor_release(x);
 }
 
 static void test_arg_threaded_preallocated(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 4, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
   const int64_t dims[] = {400, 300};
   static double values[400 * 300];
   for (int i = 0; i < 400 * 300; i++) values[i] = random_value();
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT64, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT64, 2, dims, values);
   for (int axis = 0; axis < 2; axis++) {
     const int64_t out_dims[] = {axis == 0 ? 300 : 400};
-    stax_tensor_t* y = make_tensor(STAX_DTYPE_INT64, 1, out_dims, NULL);
+    stax_tensor_t* y = kt_make(STAX_DTYPE_INT64, 1, out_dims, NULL);
     stax_tensor_t* out = y;
-    stax_node_attr_t attrs[] = {attr_int("axis", axis), attr_int("keepdims", 0)};
+    stax_node_attr_t attrs[] = {kt_attr_int("axis", axis), kt_attr_int("keepdims", 0)};
     CHECK_OK(run_kernel(STAX_OP_ArgMax, attrs, 2, &x, 1, pool, &out));
     CHECK(out == y);
     const int64_t* r = stax_tensor_data(y);

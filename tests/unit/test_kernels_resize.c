@@ -9,216 +9,12 @@
 
 #include "kernels/kernel.h"
 #include "test_harness.h"
+#include "kernel_test_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static inline stax_allocator_t allocator(void) { return stax_allocator_system(); }
-
-/* Element i of a contiguous array of `dtype`, as a double, and the reverse (the runtime's
- * Cast conversions, tested on their own in test_dtype.c). */
-static inline double load_double(stax_dtype_t dtype, const void* base, int64_t i) {
-  double value = 0;
-  stax_convert_elements(dtype, (const char*)base + i * (int64_t)stax_dtype_size(dtype),
-                        STAX_DTYPE_FLOAT64, &value, 1);
-  return value;
-}
-
-static inline void store_double(stax_dtype_t dtype, void* base, int64_t i, double v) {
-  stax_convert_elements(STAX_DTYPE_FLOAT64, &v, dtype, (char*)base + i * (int64_t)stax_dtype_size(dtype), 1);
-}
-
-/* Element offset of row-major element i of any view. */
-static inline int64_t view_offset(const stax_tensor_t* t, int64_t i) {
-  int32_t rank = stax_tensor_rank(t);
-  const int64_t* dims = stax_tensor_dims(t);
-  const int64_t* strides = stax_tensor_strides(t);
-  int64_t offset = stax_tensor_offset(t);
-  for (int32_t d = rank - 1; d >= 0; d--) {
-    offset += (i % dims[d]) * strides[d];
-    i /= dims[d];
-  }
-  return offset;
-}
-
-static inline double get(const stax_tensor_t* t, int64_t i) {
-  return load_double(stax_tensor_dtype(t), stax_buffer_data(stax_tensor_buffer(t)), view_offset(t, i));
-}
-
-/* Exact read of an int64 tensor. */
-static inline int64_t get_int(const stax_tensor_t* t, int64_t i) {
-  return ((const int64_t*)stax_buffer_data(stax_tensor_buffer(t)))[view_offset(t, i)];
-}
-
-static inline stax_tensor_t* make(stax_dtype_t dtype, int32_t rank, const int64_t* dims, const double* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(allocator(), dtype, rank, dims, &t));
-  if (!t) return NULL;
-  int64_t n = stax_tensor_element_count(t);
-  for (int64_t i = 0; i < n; i++) store_double(dtype, stax_tensor_data(t), i, values ? values[i] : 0);
-  return t;
-}
-
-/* The same values as a non-contiguous view: every other element of a tensor twice as long on
- * the last axis (rank >= 1). */
-static inline stax_tensor_t* make_strided(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                                   const double* values) {
-  int64_t wide[STAX_MAX_RANK];
-  for (int32_t k = 0; k < rank; k++) wide[k] = dims[k];
-  wide[rank - 1] = 2 * dims[rank - 1];
-  stax_tensor_t* base = NULL;
-  CHECK_OK(stax_tensor_create_zeros(allocator(), dtype, rank, wide, &base));
-  if (!base) return NULL;
-  int64_t n = 1;
-  for (int32_t k = 0; k < rank; k++) n *= dims[k];
-  int64_t last = dims[rank - 1];
-  for (int64_t i = 0; i < n; i++)
-    store_double(dtype, stax_tensor_data(base), (i / last) * 2 * last + (i % last) * 2, values[i]);
-  int64_t start = 0, end = wide[rank - 1], step = 2;
-  int32_t axis = rank - 1;
-  stax_tensor_t* view = NULL;
-  CHECK_OK(stax_tensor_slice(allocator(), base, 1, &start, &end, &axis, &step, &view));
-  stax_tensor_release(base);
-  CHECK(view && !stax_tensor_is_contiguous(view));
-  return view;
-}
-
-static inline stax_tensor_t* make_ints(int32_t rank, const int64_t* dims, const int64_t* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(allocator(), STAX_DTYPE_INT64, rank, dims, &t));
-  if (t && stax_tensor_element_count(t) > 0) {
-    size_t bytes = sizeof(int64_t) * (size_t)stax_tensor_element_count(t);
-    if (values) memcpy(stax_tensor_data(t), values, bytes);
-    else memset(stax_tensor_data(t), 0, bytes);
-  }
-  return t;
-}
-
-static inline stax_tensor_t* vec(int64_t count, const int64_t* values) { return make_ints(1, &count, values); }
-
-/* The pool and allocator kernels run with; tests of the parallel paths and of allocation
- * failures set them for a while. */
-static stax_threadpool_t* test_pool = NULL;
-static stax_allocator_t* test_allocator = NULL;
-
-static inline stax_status_t run(stax_kernel_fn fn, stax_op_t op, const stax_node_attr_t* attrs,
-                         int32_t attr_count, stax_tensor_t** inputs, int32_t input_count,
-                         stax_tensor_t** outputs, int32_t output_count) {
-  stax_node_t node;
-  memset(&node, 0, sizeof(node));
-  node.op = op;
-  node.name = "node0";
-  node.attr_count = attr_count;
-  node.attrs = (stax_node_attr_t*)attrs;
-  stax_kernel_call_t call;
-  memset(&call, 0, sizeof(call));
-  call.node = &node;
-  call.allocator = test_allocator ? *test_allocator : allocator();
-  call.pool = test_pool;
-  call.input_count = input_count;
-  call.inputs = inputs;
-  call.output_count = output_count;
-  call.outputs = outputs;
-  return fn(&call);
-}
-
-static inline stax_node_attr_t attr_int(const char* name, int64_t value) {
-  stax_node_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = STAX_ATTR_INT;
-  a.value.i = value;
-  return a;
-}
-
-static inline stax_node_attr_t attr_ints(const char* name, int32_t count, const int64_t* values) {
-  stax_node_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = STAX_ATTR_INTS;
-  a.value.ints.count = count;
-  a.value.ints.data = values;
-  return a;
-}
-
-static inline stax_node_attr_t attr_float(const char* name, float value) {
-  stax_node_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = STAX_ATTR_FLOAT;
-  a.value.f = value;
-  return a;
-}
-
-static inline stax_node_attr_t attr_string(const char* name, const char* value) {
-  stax_node_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = STAX_ATTR_STRING;
-  a.value.s = value;
-  return a;
-}
-
-static inline void release_all(stax_tensor_t** tensors, int count) {
-  for (int i = 0; i < count; i++) {
-    if (tensors[i]) stax_tensor_release(tensors[i]);
-    tensors[i] = NULL;
-  }
-}
-
-static inline bool dims_are(const stax_tensor_t* t, int32_t rank, const int64_t* dims) {
-  if (!t || stax_tensor_rank(t) != rank) return false;
-  for (int32_t k = 0; k < rank; k++)
-    if (stax_tensor_dims(t)[k] != dims[k]) return false;
-  return true;
-}
-
-/* Runs a kernel with allocation number 1, 2, 3, ... failing until it succeeds: every failure
- * must be a status with no output left behind, and nothing may leak either way. */
-static inline void check_allocation_failures(stax_kernel_fn fn, stax_op_t op,
-                                             const stax_node_attr_t* attrs, int32_t attr_count,
-                                             stax_tensor_t** inputs, int32_t input_count,
-                                             int32_t output_count) {
-  for (uint64_t fail_at = 1; fail_at < 1000; fail_at++) {
-    stax_failing_allocator_t state;
-    stax_failing_allocator_init(&state, stax_allocator_system(), fail_at);
-    stax_allocator_t failing = stax_failing_allocator(&state);
-    stax_tensor_t* outputs[8] = {NULL};
-    test_allocator = &failing;
-    stax_status_t status = run(fn, op, attrs, attr_count, inputs, input_count, outputs, output_count);
-    test_allocator = NULL;
-    bool failed = status != STAX_OK;
-    if (failed) CHECK_EQ_INT(stax_status_code(status), STAX_OUT_OF_MEMORY);
-    stax_status_free(status);
-    for (int32_t i = 0; failed && i < output_count; i++) CHECK(outputs[i] == NULL);
-    release_all(outputs, output_count);
-    CHECK_EQ_INT(state.live_allocations, 0);
-    if (!failed) {
-      CHECK(state.failed_count == 0);
-      return;
-    }
-  }
-  CHECK(false); /* never succeeded */
-}
-
-/* Checks every element of t (row-major, any view) against expected. */
-static inline void check_values(const stax_tensor_t* t, const double* expected, int64_t count, double tolerance) {
-  CHECK(t != NULL);
-  if (!t) return;
-  CHECK_EQ_INT(stax_tensor_element_count(t), count);
-  if (stax_tensor_element_count(t) != count) return;
-  for (int64_t i = 0; i < count; i++) {
-    double value = get(t, i);
-    if (!(fabs(value - expected[i]) <= tolerance)) {
-      fprintf(stderr, "  element %lld: got %.9g, expected %.9g\n", (long long)i, value, expected[i]);
-      CHECK_NEAR(value, expected[i], tolerance);
-      return;
-    }
-  }
-  CHECK(true);
-}
-
 static stax_tensor_t* floats(int64_t count, const double* values) {
-  return make(STAX_DTYPE_FLOAT32, 1, &count, values);
+  return kt_make(STAX_DTYPE_FLOAT32, 1, &count, values);
 }
 
 /* Runs Resize(x, roi, scales, sizes) with string attributes given as name/value pairs. */
@@ -226,7 +22,7 @@ static stax_status_t resize(stax_tensor_t* x, stax_tensor_t* roi, stax_tensor_t*
                             stax_tensor_t* sizes, const stax_node_attr_t* attrs, int32_t attr_count,
                             stax_tensor_t** out) {
   stax_tensor_t* inputs[4] = {x, roi, scales, sizes};
-  return run(stax_kernel_Resize, STAX_OP_Resize, attrs, attr_count, inputs, 4, out, 1);
+  return kt_run(stax_kernel_Resize, STAX_OP_Resize, attrs, attr_count, inputs, 4, out, 1);
 }
 
 /* ---- an independent reference: per-axis sample points and weights by distance ------------- */
@@ -341,82 +137,82 @@ static void reference_resize(const reference_t* r, int32_t rank, const int64_t* 
 /* ---- ONNX backend-test cases -------------------------------------------------------------- */
 
 static void test_resize_onnx_examples(void) {
-  stax_tensor_t* x = make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4});
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4});
   stax_tensor_t* out = NULL;
   /* resize_upsample_scales_nearest */
   stax_tensor_t* scales = floats(4, (double[]){1, 1, 2, 3});
   CHECK_OK(resize(x, NULL, scales, NULL, NULL, 0, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 4, 6}));
-  check_values(out, (double[]){1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4},
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 4, 6}));
+  kt_check_values(out, (double[]){1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4},
                24, 0);
-  release_all(&out, 1);
+  kt_release_all(&out, 1);
   stax_tensor_release(scales);
   /* resize_upsample_scales_linear and _align_corners */
   scales = floats(4, (double[]){1, 1, 2, 2});
-  stax_node_attr_t linear = attr_string("mode", "linear");
+  stax_node_attr_t linear = kt_attr_string("mode", "linear");
   CHECK_OK(resize(x, NULL, scales, NULL, &linear, 1, &out));
-  check_values(out, (double[]){1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4},
+  kt_check_values(out, (double[]){1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4},
                16, 1e-6);
-  release_all(&out, 1);
-  stax_node_attr_t corners[2] = {attr_string("mode", "linear"),
-                                 attr_string("coordinate_transformation_mode", "align_corners")};
+  kt_release_all(&out, 1);
+  stax_node_attr_t corners[2] = {kt_attr_string("mode", "linear"),
+                                 kt_attr_string("coordinate_transformation_mode", "align_corners")};
   CHECK_OK(resize(x, NULL, scales, NULL, corners, 2, &out));
-  check_values(out,
+  kt_check_values(out,
                (double[]){1, 4.0 / 3, 5.0 / 3, 2, 5.0 / 3, 2, 7.0 / 3, 8.0 / 3, 7.0 / 3, 8.0 / 3, 3,
                           10.0 / 3, 3, 10.0 / 3, 11.0 / 3, 4},
                16, 1e-6);
-  release_all(&out, 1);
+  kt_release_all(&out, 1);
   stax_tensor_release(scales);
   stax_tensor_release(x);
   /* resize_downsample_scales_nearest and _linear */
-  x = make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 2, 4}, (double[]){1, 2, 3, 4, 5, 6, 7, 8});
+  x = kt_make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 2, 4}, (double[]){1, 2, 3, 4, 5, 6, 7, 8});
   scales = floats(4, (double[]){1, 1, 0.6, 0.6});
   CHECK_OK(resize(x, NULL, scales, NULL, NULL, 0, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 1, 2}));
-  check_values(out, (double[]){1, 3}, 2, 0);
-  release_all(&out, 1);
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 1, 2}));
+  kt_check_values(out, (double[]){1, 3}, 2, 0);
+  kt_release_all(&out, 1);
   CHECK_OK(resize(x, NULL, scales, NULL, &linear, 1, &out));
-  check_values(out, (double[]){2.6666665, 4.3333331}, 2, 1e-5);
-  release_all(&out, 1);
+  kt_check_values(out, (double[]){2.6666665, 4.3333331}, 2, 1e-5);
+  kt_release_all(&out, 1);
   stax_tensor_release(scales);
   stax_tensor_release(x);
   /* resize_upsample_scales_cubic: the first element worked out by hand is 0.47265625. */
   double sixteen[16];
   for (int i = 0; i < 16; i++) sixteen[i] = i + 1;
-  x = make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 4, 4}, sixteen);
+  x = kt_make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 4, 4}, sixteen);
   scales = floats(4, (double[]){1, 1, 2, 2});
-  stax_node_attr_t cubic = attr_string("mode", "cubic");
+  stax_node_attr_t cubic = kt_attr_string("mode", "cubic");
   CHECK_OK(resize(x, NULL, scales, NULL, &cubic, 1, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 8, 8}));
-  CHECK(out && fabs(get(out, 0) - 0.47265625) < 1e-6);
-  CHECK(out && fabs(get(out, 63) - 16.52734375) < 1e-5);
-  release_all(&out, 1);
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 8, 8}));
+  CHECK(out && fabs(kt_get(out, 0) - 0.47265625) < 1e-6);
+  CHECK(out && fabs(kt_get(out, 63) - 16.52734375) < 1e-5);
+  kt_release_all(&out, 1);
   stax_tensor_release(scales);
   /* resize_tf_crop_and_resize, with and without extrapolation. */
   stax_tensor_t* roi = floats(8, (double[]){0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8});
-  stax_tensor_t* sizes = vec(4, (int64_t[]){1, 1, 3, 3});
-  stax_node_attr_t crop[2] = {attr_string("mode", "linear"),
-                              attr_string("coordinate_transformation_mode", "tf_crop_and_resize")};
+  stax_tensor_t* sizes = kt_vec(4, (int64_t[]){1, 1, 3, 3});
+  stax_node_attr_t crop[2] = {kt_attr_string("mode", "linear"),
+                              kt_attr_string("coordinate_transformation_mode", "tf_crop_and_resize")};
   CHECK_OK(resize(x, roi, NULL, sizes, crop, 2, &out));
-  check_values(out, (double[]){7.6, 7.9, 8.2, 8.8, 9.1, 9.4, 10.0, 10.3, 10.6}, 9, 1e-5);
-  release_all(&out, 1);
+  kt_check_values(out, (double[]){7.6, 7.9, 8.2, 8.8, 9.1, 9.4, 10.0, 10.3, 10.6}, 9, 1e-5);
+  kt_release_all(&out, 1);
   stax_tensor_release(roi);
   roi = floats(8, (double[]){0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7});
-  stax_node_attr_t extrapolate[3] = {crop[0], crop[1], attr_float("extrapolation_value", 10)};
+  stax_node_attr_t extrapolate[3] = {crop[0], crop[1], kt_attr_float("extrapolation_value", 10)};
   CHECK_OK(resize(x, roi, NULL, sizes, extrapolate, 3, &out));
-  check_values(out, (double[]){7.6, 10, 10, 12.4, 10, 10, 10, 10, 10}, 9, 1e-5);
-  release_all(&out, 1);
+  kt_check_values(out, (double[]){7.6, 10, 10, 12.4, 10, 10, 10, 10, 10}, 9, 1e-5);
+  kt_release_all(&out, 1);
   /* resize_upsample_sizes_nearest_ceil_half_pixel, first row. */
   stax_tensor_release(sizes);
-  sizes = vec(4, (int64_t[]){1, 1, 8, 8});
-  stax_node_attr_t ceil_mode = attr_string("nearest_mode", "ceil");
+  sizes = kt_vec(4, (int64_t[]){1, 1, 8, 8});
+  stax_node_attr_t ceil_mode = kt_attr_string("nearest_mode", "ceil");
   CHECK_OK(resize(x, NULL, NULL, sizes, &ceil_mode, 1, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 8, 8}));
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 8, 8}));
   double row[8] = {1, 2, 2, 3, 3, 4, 4, 4};
-  for (int j = 0; j < 8; j++) CHECK(out && get(out, j) == row[j]);
-  release_all(&out, 1);
+  for (int j = 0; j < 8; j++) CHECK(out && kt_get(out, j) == row[j]);
+  kt_release_all(&out, 1);
   stax_tensor_t* all[3] = {x, roi, sizes};
-  release_all(all, 3);
+  kt_release_all(all, 3);
 }
 
 /* ---- every mode against the reference ----------------------------------------------------- */
@@ -431,7 +227,7 @@ static void check_against_reference(const reference_t* r, int32_t rank, const in
   for (int64_t i = 0; i < count; i++) data[i] = (double)((i * 37) % 23) - 7 + (i % 3) * 0.25;
   if (!stax_dtype_is_float(dtype))
     for (int64_t i = 0; i < count; i++) data[i] = (double)((i * 37) % 23);
-  stax_tensor_t* x = strided ? make_strided(dtype, rank, in_dims, data) : make(dtype, rank, in_dims, data);
+  stax_tensor_t* x = strided ? kt_make_strided(dtype, rank, in_dims, data) : kt_make(dtype, rank, in_dims, data);
   double expected[512];
   double scales[4];
   for (int32_t k = 0; k < rank; k++)
@@ -446,27 +242,27 @@ static void check_against_reference(const reference_t* r, int32_t rank, const in
   if (!stax_dtype_is_float(dtype))
     for (int64_t i = 0; i < out_count; i++) expected[i] = round(expected[i]);
   stax_tensor_t* scales_tensor = use_sizes ? NULL : floats(rank, scale_values);
-  stax_tensor_t* sizes_tensor = use_sizes ? vec(rank, out_dims) : NULL;
+  stax_tensor_t* sizes_tensor = use_sizes ? kt_vec(rank, out_dims) : NULL;
   stax_tensor_t* roi = roi_values ? floats(2 * rank, roi_values) : NULL;
-  stax_node_attr_t attrs[6] = {attr_string("mode", r->mode),
-                               attr_string("coordinate_transformation_mode", r->coordinates),
-                               attr_string("nearest_mode", r->nearest),
-                               attr_float("cubic_coeff_a", (float)r->a),
-                               attr_int("exclude_outside", r->exclude_outside),
-                               attr_float("extrapolation_value", (float)r->extrapolation)};
+  stax_node_attr_t attrs[6] = {kt_attr_string("mode", r->mode),
+                               kt_attr_string("coordinate_transformation_mode", r->coordinates),
+                               kt_attr_string("nearest_mode", r->nearest),
+                               kt_attr_float("cubic_coeff_a", (float)r->a),
+                               kt_attr_int("exclude_outside", r->exclude_outside),
+                               kt_attr_float("extrapolation_value", (float)r->extrapolation)};
   stax_tensor_t* out = NULL;
   CHECK_OK(resize(x, roi, scales_tensor, sizes_tensor, attrs, 6, &out));
-  CHECK(dims_are(out, rank, out_dims));
+  CHECK(kt_dims_are(out, rank, out_dims));
   double tolerance = dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16 ? 0.1 : 1e-4;
   if (!stax_dtype_is_float(dtype)) tolerance = 1.0; /* rounding of exact .5 cases may differ */
   int failures_before = stax_test_failures_;
-  check_values(out, expected, out_count, tolerance);
+  kt_check_values(out, expected, out_count, tolerance);
   if (stax_test_failures_ != failures_before)
     fprintf(stderr, "  (mode %s, %s, %s, exclude_outside %d, %s, rank %d)\n", r->mode,
             r->coordinates, r->nearest, r->exclude_outside, stax_dtype_name(dtype), rank);
-  release_all(&out, 1);
+  kt_release_all(&out, 1);
   stax_tensor_t* all[4] = {x, scales_tensor, sizes_tensor, roi};
-  release_all(all, 4);
+  kt_release_all(all, 4);
 }
 
 static void test_resize_modes(void) {
@@ -516,139 +312,139 @@ static void test_resize_modes(void) {
 
 static void test_resize_uint8_rounding_and_nearest_bytes(void) {
   /* uint8 [0, 255] upsampled to 4 with half_pixel linear: 0, 63.75 -> 64, 191.25 -> 191, 255. */
-  stax_tensor_t* x = make(STAX_DTYPE_UINT8, 2, (int64_t[]){1, 2}, (double[]){0, 255});
-  stax_tensor_t* sizes = vec(2, (int64_t[]){1, 4});
-  stax_node_attr_t linear = attr_string("mode", "linear");
+  stax_tensor_t* x = kt_make(STAX_DTYPE_UINT8, 2, (int64_t[]){1, 2}, (double[]){0, 255});
+  stax_tensor_t* sizes = kt_vec(2, (int64_t[]){1, 4});
+  stax_node_attr_t linear = kt_attr_string("mode", "linear");
   stax_tensor_t* out = NULL;
   CHECK_OK(resize(x, NULL, NULL, sizes, &linear, 1, &out));
-  check_values(out, (double[]){0, 64, 191, 255}, 4, 0);
-  release_all(&out, 1);
+  kt_check_values(out, (double[]){0, 64, 191, 255}, 4, 0);
+  kt_release_all(&out, 1);
   stax_tensor_release(x);
   /* Nearest copies bytes: int64 values beyond 2^53 survive exactly. */
   int64_t big[2] = {((int64_t)1 << 60) + 3, -((int64_t)1 << 58) - 1};
-  x = make_ints(2, (int64_t[]){1, 2}, big);
+  x = kt_make_ints(2, (int64_t[]){1, 2}, big);
   CHECK_OK(resize(x, NULL, NULL, sizes, NULL, 0, &out));
-  CHECK(out && get_int(out, 0) == big[0] && get_int(out, 3) == big[1]);
-  release_all(&out, 1);
+  CHECK(out && kt_get_int(out, 0) == big[0] && kt_get_int(out, 3) == big[1]);
+  kt_release_all(&out, 1);
   stax_tensor_release(x);
   stax_tensor_release(sizes);
 }
 
 static void test_resize_sizes_axes_policy(void) {
-  stax_tensor_t* x = make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4});
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 2, 3, 4});
   stax_tensor_t* out = NULL;
   /* axes (opset 18): sizes for the last two axes only. */
   int64_t axes[2] = {2, -1};
-  stax_tensor_t* sizes = vec(2, (int64_t[]){7, 8});
-  stax_node_attr_t attrs[2] = {attr_ints("axes", 2, axes), attr_string("keep_aspect_ratio_policy", "not_larger")};
+  stax_tensor_t* sizes = kt_vec(2, (int64_t[]){7, 8});
+  stax_node_attr_t attrs[2] = {kt_attr_ints("axes", 2, axes), kt_attr_string("keep_aspect_ratio_policy", "not_larger")};
   CHECK_OK(resize(x, NULL, NULL, sizes, attrs, 2, &out));
   /* not_larger: scale min(7/2, 8/2) = 3.5, so 7 x 7, sampled with that scale. */
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 7, 7}));
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 7, 7}));
   reference_t r = {"nearest", "half_pixel", "round_prefer_floor", -0.75, false, 0};
   double expected[64];
   reference_resize(&r, 2, (int64_t[]){2, 2}, (double[]){1, 2, 3, 4}, (int64_t[]){7, 7},
                    (double[]){3.5, 3.5}, NULL, expected);
-  check_values(out, expected, 49, 0);
-  release_all(&out, 1);
-  attrs[1] = attr_string("keep_aspect_ratio_policy", "not_smaller");
+  kt_check_values(out, expected, 49, 0);
+  kt_release_all(&out, 1);
+  attrs[1] = kt_attr_string("keep_aspect_ratio_policy", "not_smaller");
   CHECK_OK(resize(x, NULL, NULL, sizes, attrs, 2, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 8, 8}));
-  release_all(&out, 1);
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 8, 8}));
+  kt_release_all(&out, 1);
   /* Scales with axes, into a preallocated output. */
   stax_tensor_t* scales = floats(2, (double[]){2, 1});
-  out = make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 4, 2}, NULL);
+  out = kt_make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, 4, 2}, NULL);
   CHECK_OK(resize(x, NULL, scales, NULL, attrs, 1, &out));
-  check_values(out, (double[]){1, 2, 1, 2, 3, 4, 3, 4}, 8, 0);
-  release_all(&out, 1);
+  kt_check_values(out, (double[]){1, 2, 1, 2, 3, 4, 3, 4}, 8, 0);
+  kt_release_all(&out, 1);
   /* Empty placeholder inputs (as exporters write them) count as absent. */
   stax_tensor_t* empty = floats(0, NULL);
-  stax_tensor_t* full_sizes = vec(4, (int64_t[]){1, 1, 4, 4});
+  stax_tensor_t* full_sizes = kt_vec(4, (int64_t[]){1, 1, 4, 4});
   CHECK_OK(resize(x, empty, empty, full_sizes, NULL, 0, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 4, 4}));
-  release_all(&out, 1);
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 4, 4}));
+  kt_release_all(&out, 1);
   /* The opset 10 form Resize(X, scales): asymmetric, floor. */
-  stax_tensor_t* line = make(STAX_DTYPE_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 2});
+  stax_tensor_t* line = kt_make(STAX_DTYPE_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 2});
   stax_tensor_t* three = floats(1, (double[]){3});
   stax_tensor_t* pair[2] = {line, three};
-  CHECK_OK(run(stax_kernel_Resize, STAX_OP_Resize, NULL, 0, pair, 2, &out, 1));
-  check_values(out, (double[]){1, 1, 1, 2, 2, 2}, 6, 0);
-  release_all(&out, 1);
+  CHECK_OK(kt_run(stax_kernel_Resize, STAX_OP_Resize, NULL, 0, pair, 2, &out, 1));
+  kt_check_values(out, (double[]){1, 1, 1, 2, 2, 2}, 6, 0);
+  kt_release_all(&out, 1);
   /* Zero-sized output. */
-  stax_tensor_t* to_zero = vec(4, (int64_t[]){1, 1, 0, 3});
+  stax_tensor_t* to_zero = kt_vec(4, (int64_t[]){1, 1, 0, 3});
   CHECK_OK(resize(x, NULL, NULL, to_zero, NULL, 0, &out));
-  CHECK(dims_are(out, 4, (int64_t[]){1, 1, 0, 3}));
-  release_all(&out, 1);
+  CHECK(kt_dims_are(out, 4, (int64_t[]){1, 1, 0, 3}));
+  kt_release_all(&out, 1);
   stax_tensor_t* all[8] = {x, sizes, scales, empty, full_sizes, line, three, to_zero};
-  release_all(all, 8);
+  kt_release_all(all, 8);
 }
 
 static void test_resize_errors(void) {
-  stax_tensor_t* x = make(STAX_DTYPE_FLOAT32, 2, (int64_t[]){2, 2}, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, (int64_t[]){2, 2}, NULL);
   stax_tensor_t* scales = floats(2, (double[]){2, 2});
-  stax_tensor_t* sizes = vec(2, (int64_t[]){4, 4});
+  stax_tensor_t* sizes = kt_vec(2, (int64_t[]){4, 4});
   stax_tensor_t* out = NULL;
   CHECK_ERROR(resize(x, NULL, scales, sizes, NULL, 0, &out), STAX_INVALID_ARGUMENT, "not both");
   CHECK_ERROR(resize(x, NULL, NULL, NULL, NULL, 0, &out), STAX_INVALID_ARGUMENT, "needs scales");
-  stax_node_attr_t bad = attr_string("mode", "bilinear");
+  stax_node_attr_t bad = kt_attr_string("mode", "bilinear");
   CHECK_ERROR(resize(x, NULL, scales, NULL, &bad, 1, &out), STAX_INVALID_ARGUMENT,
               "one of nearest, linear, cubic");
-  bad = attr_string("coordinate_transformation_mode", "corners");
+  bad = kt_attr_string("coordinate_transformation_mode", "corners");
   CHECK_ERROR(resize(x, NULL, scales, NULL, &bad, 1, &out), STAX_INVALID_ARGUMENT, "corners");
-  bad = attr_string("nearest_mode", "round");
+  bad = kt_attr_string("nearest_mode", "round");
   CHECK_ERROR(resize(x, NULL, scales, NULL, &bad, 1, &out), STAX_INVALID_ARGUMENT, "round");
-  stax_node_attr_t antialias[2] = {attr_string("mode", "linear"), attr_int("antialias", 1)};
+  stax_node_attr_t antialias[2] = {kt_attr_string("mode", "linear"), kt_attr_int("antialias", 1)};
   CHECK_ERROR(resize(x, NULL, scales, NULL, antialias, 2, &out), STAX_UNIMPLEMENTED, "antialias");
-  bad = attr_string("keep_aspect_ratio_policy", "fit");
+  bad = kt_attr_string("keep_aspect_ratio_policy", "fit");
   CHECK_ERROR(resize(x, NULL, NULL, sizes, &bad, 1, &out), STAX_INVALID_ARGUMENT, "fit");
   stax_tensor_t* three = floats(3, (double[]){1, 1, 1});
   CHECK_ERROR(resize(x, NULL, three, NULL, NULL, 0, &out), STAX_INVALID_ARGUMENT, "2 values are needed");
   stax_tensor_t* negative = floats(2, (double[]){1, -2});
   CHECK_ERROR(resize(x, NULL, negative, NULL, NULL, 0, &out), STAX_INVALID_ARGUMENT, "scales[1] is -2");
-  stax_tensor_t* bad_sizes = vec(2, (int64_t[]){1, -1});
+  stax_tensor_t* bad_sizes = kt_vec(2, (int64_t[]){1, -1});
   CHECK_ERROR(resize(x, NULL, NULL, bad_sizes, NULL, 0, &out), STAX_INVALID_ARGUMENT, "sizes[1] is -1");
-  stax_tensor_t* int_scales = vec(2, (int64_t[]){2, 2});
+  stax_tensor_t* int_scales = kt_vec(2, (int64_t[]){2, 2});
   CHECK_ERROR(resize(x, NULL, int_scales, NULL, NULL, 0, &out), STAX_DTYPE_MISMATCH, "float");
-  stax_node_attr_t crop = attr_string("coordinate_transformation_mode", "tf_crop_and_resize");
+  stax_node_attr_t crop = kt_attr_string("coordinate_transformation_mode", "tf_crop_and_resize");
   stax_tensor_t* short_roi = floats(2, (double[]){0, 1});
   CHECK_ERROR(resize(x, short_roi, scales, NULL, &crop, 1, &out), STAX_INVALID_ARGUMENT, "roi");
-  stax_tensor_t* empty = make(STAX_DTYPE_FLOAT32, 2, (int64_t[]){0, 2}, NULL);
+  stax_tensor_t* empty = kt_make(STAX_DTYPE_FLOAT32, 2, (int64_t[]){0, 2}, NULL);
   CHECK_ERROR(resize(empty, NULL, NULL, sizes, NULL, 0, &out), STAX_INVALID_ARGUMENT,
               "dim 0 is 0, so it cannot be resized to 4");
   int64_t repeated[2] = {0, -2};
-  stax_node_attr_t axes = attr_ints("axes", 2, repeated);
+  stax_node_attr_t axes = kt_attr_ints("axes", 2, repeated);
   CHECK_ERROR(resize(x, NULL, scales, NULL, &axes, 1, &out), STAX_INVALID_ARGUMENT, "repeats axis 0");
   CHECK(out == NULL);
   /* A wild roi must not crash (coordinates far outside become extrapolation). */
   stax_tensor_t* wild = floats(4, (double[]){-1e30, NAN, 1e30, 1e38});
   CHECK_OK(resize(x, wild, NULL, sizes, &crop, 1, &out));
-  release_all(&out, 1);
+  kt_release_all(&out, 1);
   stax_tensor_t* all[11] = {x, scales, sizes, three, negative, bad_sizes, int_scales, short_roi, empty, wild};
-  release_all(all, 10);
+  kt_release_all(all, 10);
 }
 
 static void test_resize_parallel(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(allocator(), 4, &pool));
-  test_pool = pool;
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
+  kt_test_pool = pool;
   enum { H = 40, W = 52, OH = 97, OW = 75 };
   static double data[H * W], expected[OH * OW];
   for (int i = 0; i < H * W; i++) data[i] = (i * 37) % 101 * 0.5;
-  stax_tensor_t* x = make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, H, W}, data);
-  stax_tensor_t* sizes = vec(4, (int64_t[]){1, 1, OH, OW});
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 4, (int64_t[]){1, 1, H, W}, data);
+  stax_tensor_t* sizes = kt_vec(4, (int64_t[]){1, 1, OH, OW});
   const char* modes[2] = {"linear", "cubic"};
   for (int m = 0; m < 2; m++) {
-    stax_node_attr_t mode = attr_string("mode", modes[m]);
+    stax_node_attr_t mode = kt_attr_string("mode", modes[m]);
     stax_tensor_t* out = NULL;
     CHECK_OK(resize(x, NULL, NULL, sizes, &mode, 1, &out));
     reference_t r = {modes[m], "half_pixel", "round_prefer_floor", -0.75, false, 0};
     reference_resize(&r, 2, (int64_t[]){H, W}, data, (int64_t[]){OH, OW},
                      (double[]){(double)OH / H, (double)OW / W}, NULL, expected);
-    check_values(out, expected, OH * OW, 1e-3);
-    release_all(&out, 1);
+    kt_check_values(out, expected, OH * OW, 1e-3);
+    kt_release_all(&out, 1);
   }
   stax_tensor_release(sizes);
   stax_tensor_release(x);
-  test_pool = NULL;
+  kt_test_pool = NULL;
   stax_threadpool_destroy(pool);
 }
 
@@ -656,25 +452,25 @@ static void test_allocation_failures(void) {
   /* Rank 6 cubic: 4^5 tap combinations per row, more than the stack buffer holds, so each
    * worker allocates and a failure there must surface as a status too. */
   int64_t dims[6] = {2, 2, 2, 2, 2, 2};
-  stax_tensor_t* x = make(STAX_DTYPE_FLOAT32, 6, dims, NULL);
-  stax_tensor_t* sizes = vec(6, (int64_t[]){3, 3, 3, 3, 3, 3});
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 6, dims, NULL);
+  stax_tensor_t* sizes = kt_vec(6, (int64_t[]){3, 3, 3, 3, 3, 3});
   stax_tensor_t* inputs[4] = {x, NULL, NULL, sizes};
-  stax_node_attr_t cubic = attr_string("mode", "cubic");
-  check_allocation_failures(stax_kernel_Resize, STAX_OP_Resize, &cubic, 1, inputs, 4, 1);
-  stax_node_attr_t linear = attr_string("mode", "linear");
-  check_allocation_failures(stax_kernel_Resize, STAX_OP_Resize, &linear, 1, inputs, 4, 1);
+  stax_node_attr_t cubic = kt_attr_string("mode", "cubic");
+  kt_check_allocation_failures(stax_kernel_Resize, STAX_OP_Resize, &cubic, 1, inputs, 4, 1);
+  stax_node_attr_t linear = kt_attr_string("mode", "linear");
+  kt_check_allocation_failures(stax_kernel_Resize, STAX_OP_Resize, &linear, 1, inputs, 4, 1);
   /* Constant input, constant output: the weights of every combination sum to one. */
-  stax_tensor_t* ones = make(STAX_DTYPE_FLOAT64, 6, dims, NULL);
+  stax_tensor_t* ones = kt_make(STAX_DTYPE_FLOAT64, 6, dims, NULL);
   for (int i = 0; i < 64; i++) ((double*)stax_tensor_data(ones))[i] = 2.5;
   inputs[0] = ones;
   stax_tensor_t* out = NULL;
-  CHECK_OK(run(stax_kernel_Resize, STAX_OP_Resize, &cubic, 1, inputs, 4, &out, 1));
+  CHECK_OK(kt_run(stax_kernel_Resize, STAX_OP_Resize, &cubic, 1, inputs, 4, &out, 1));
   bool all_equal = true;
-  for (int i = 0; out && i < 729; i++) all_equal = all_equal && fabs(get(out, i) - 2.5) < 1e-12;
+  for (int i = 0; out && i < 729; i++) all_equal = all_equal && fabs(kt_get(out, i) - 2.5) < 1e-12;
   CHECK(all_equal);
-  release_all(&out, 1);
+  kt_release_all(&out, 1);
   stax_tensor_t* all[3] = {x, sizes, ones};
-  release_all(all, 3);
+  kt_release_all(all, 3);
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_resize_onnx_examples), STAX_TEST(test_resize_modes),

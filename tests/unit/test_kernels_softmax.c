@@ -4,27 +4,7 @@
  * preallocated outputs, zero-sized dims, the thread pool, and the error paths. */
 #include "kernels/kernel.h"
 #include "test_harness.h"
-
-static stax_allocator_t sys(void) { return stax_allocator_system(); }
-
-static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                                  const double* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create_zeros(sys(), dtype, rank, dims, &t));
-  if (t && values)
-    stax_convert_elements(STAX_DTYPE_FLOAT64, values, dtype, stax_tensor_data(t),
-                          (size_t)stax_tensor_element_count(t));
-  return t;
-}
-
-static void read_values(const stax_tensor_t* t, double* out) {
-  stax_tensor_t* copy = NULL;
-  CHECK_OK(stax_tensor_copy(sys(), t, &copy));
-  if (!copy) return;
-  stax_convert_elements(stax_tensor_dtype(copy), stax_tensor_data(copy), STAX_DTYPE_FLOAT64, out,
-                        (size_t)stax_tensor_element_count(copy));
-  stax_tensor_release(copy);
-}
+#include "kernel_test_util.h"
 
 static stax_kernel_fn kernel_for(stax_op_t op) {
   switch (op) {
@@ -38,17 +18,9 @@ static stax_kernel_fn kernel_for(stax_op_t op) {
 /* Runs op with attribute axis (or none when has_axis is false). */
 static stax_status_t run_softmax(stax_op_t op, bool has_axis, int64_t axis, stax_tensor_t* x,
                                  stax_threadpool_t* pool, stax_tensor_t** out) {
-  stax_node_attr_t attr = {.name = "axis", .type = STAX_ATTR_INT};
-  attr.value.i = axis;
-  stax_node_t node = {.op = op, .name = "s", .attr_count = has_axis ? 1 : 0, .attrs = &attr};
-  stax_kernel_call_t call = {.node = &node,
-                             .allocator = sys(),
-                             .pool = pool,
-                             .input_count = 1,
-                             .inputs = &x,
-                             .output_count = 1,
-                             .outputs = out};
-  return kernel_for(op)(&call);
+  stax_node_attr_t attr = kt_attr_int("axis", axis);
+  return kt_call_kernel(kernel_for(op), op, "s", &attr, has_axis ? 1 : 0, &x, 1, out, 1,
+                        kt_allocator(), pool);
 }
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -93,7 +65,7 @@ static const stax_op_t ops[] = {STAX_OP_Softmax, STAX_OP_LogSoftmax, STAX_OP_Har
 static void test_softmax_literal(void) {
   const int64_t dims[] = {1, 3};
   const double values[] = {1, 2, 3};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   stax_tensor_t* y = NULL;
   CHECK_OK(run_softmax(STAX_OP_Softmax, false, 0, x, NULL, &y)); /* default axis -1 */
   if (y) {
@@ -121,7 +93,7 @@ static void test_softmax_reference_all_axes(void) {
   for (int i = 0; i < 60; i++) values[i] = floor(random_value() * 2) / 2;
   for (int dt = 0; dt < 2; dt++) {
     stax_dtype_t dtype = dt ? STAX_DTYPE_FLOAT64 : STAX_DTYPE_FLOAT32;
-    stax_tensor_t* x = make_tensor(dtype, 3, dims, values);
+    stax_tensor_t* x = kt_make(dtype, 3, dims, values);
     for (int k = 0; k < 3; k++) {
       for (int axis = -3; axis < 3; axis++) {
         reference(ops[k], 3, dims, axis < 0 ? axis + 3 : axis, values, expected);
@@ -130,7 +102,7 @@ static void test_softmax_reference_all_axes(void) {
         if (!y) continue;
         CHECK_EQ_INT(stax_tensor_element_count(y), 60);
         CHECK(stax_tensor_dtype(y) == dtype);
-        read_values(y, got);
+        kt_read_values(y, got);
         double tolerance = dt ? 1e-13 : 2e-6;
         bool close = true;
         for (int i = 0; i < 60; i++)
@@ -148,14 +120,14 @@ static void test_softmax_long_axis(void) {
   const int64_t dims[] = {3, 600};
   static double values[1800], expected[1800], got[1800];
   for (int i = 0; i < 1800; i++) values[i] = random_value();
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT64, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT64, 2, dims, values);
   for (int k = 0; k < 3; k++) {
     for (int axis = 0; axis < 2; axis++) {
       reference(ops[k], 2, dims, axis, values, expected);
       stax_tensor_t* y = NULL;
       CHECK_OK(run_softmax(ops[k], true, axis, x, NULL, &y));
       if (!y) continue;
-      read_values(y, got);
+      kt_read_values(y, got);
       bool close = true;
       for (int i = 0; i < 1800; i++)
         if (!(fabs(got[i] - expected[i]) <= 1e-12 * (1 + fabs(expected[i])))) close = false;
@@ -171,11 +143,11 @@ static void test_softmax_half_types(void) {
   const double values[] = {0, 0, 1, -1};
   stax_dtype_t dtypes[] = {STAX_DTYPE_FLOAT16, STAX_DTYPE_BFLOAT16};
   for (int t = 0; t < 2; t++) {
-    stax_tensor_t* x = make_tensor(dtypes[t], 2, dims, values);
+    stax_tensor_t* x = kt_make(dtypes[t], 2, dims, values);
     stax_tensor_t* y = NULL;
     CHECK_OK(run_softmax(STAX_OP_Softmax, true, 1, x, NULL, &y));
     double got[4] = {0};
-    if (y) read_values(y, got);
+    if (y) kt_read_values(y, got);
     double tolerance = t ? 4e-3 : 5e-4;
     CHECK_NEAR(got[0], 0.5, 0);
     CHECK_NEAR(got[1], 0.5, 0);
@@ -184,7 +156,7 @@ static void test_softmax_half_types(void) {
     if (y) stax_tensor_release(y);
     y = NULL;
     CHECK_OK(run_softmax(STAX_OP_LogSoftmax, true, 1, x, NULL, &y));
-    if (y) read_values(y, got);
+    if (y) kt_read_values(y, got);
     CHECK_NEAR(got[0], -log(2.0), tolerance);
     CHECK_NEAR(got[3], -2 - log(1 + exp(-2)), 2e-2);
     if (y) stax_tensor_release(y);
@@ -197,14 +169,14 @@ static void test_softmax_half_types(void) {
     values2[i] = random_value() / 4;
     rounded[i] = stax_f16_to_f32(stax_f32_to_f16((float)values2[i]));
   }
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT16, 2, dims2, values2);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT16, 2, dims2, values2);
   for (int k = 0; k < 2; k++) {
     for (int axis = 0; axis < 2; axis++) {
       reference(ops[k], 2, dims2, axis, rounded, expected);
       stax_tensor_t* y = NULL;
       CHECK_OK(run_softmax(ops[k], true, axis, x, NULL, &y));
       if (!y) continue;
-      read_values(y, got);
+      kt_read_values(y, got);
       bool close = true;
       for (int i = 0; i < 15; i++)
         if (!(fabs(got[i] - expected[i]) <= 1e-3 * (1 + fabs(expected[i])))) close = false;
@@ -219,7 +191,7 @@ static void test_softmax_half_types(void) {
 static void test_softmax_extreme_values(void) {
   const int64_t dims[] = {4};
   const double values[] = {10000, 10000, -INFINITY, 9999};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 1, dims, values);
   stax_tensor_t* y = NULL;
   CHECK_OK(run_softmax(STAX_OP_Softmax, true, 0, x, NULL, &y));
   if (y) {
@@ -242,7 +214,7 @@ static void test_softmax_extreme_values(void) {
   /* A NaN poisons its slice only. */
   const int64_t dims2[] = {2, 2};
   const double with_nan[] = {NAN, 1, 2, 3};
-  x = make_tensor(STAX_DTYPE_FLOAT64, 2, dims2, with_nan);
+  x = kt_make(STAX_DTYPE_FLOAT64, 2, dims2, with_nan);
   y = NULL;
   CHECK_OK(run_softmax(STAX_OP_Softmax, true, 1, x, NULL, &y));
   if (y) {
@@ -259,9 +231,9 @@ static void test_softmax_views_preallocated(void) {
   const int64_t dims[] = {5, 6};
   double values[30];
   for (int i = 0; i < 30; i++) values[i] = random_value();
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* base = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   stax_tensor_t* transposed = NULL;
-  CHECK_OK(stax_tensor_transpose(sys(), base, NULL, &transposed)); /* [6, 5] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &transposed)); /* [6, 5] */
   double t_values[30], expected[30], got[30];
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 5; j++) t_values[i * 5 + j] = values[j * 6 + i];
@@ -269,11 +241,11 @@ static void test_softmax_views_preallocated(void) {
   for (int k = 0; k < 3; k++) {
     for (int axis = 0; axis < 2; axis++) {
       reference(ops[k], 2, t_dims, axis, t_values, expected);
-      stax_tensor_t* y = make_tensor(STAX_DTYPE_FLOAT32, 2, t_dims, NULL);
+      stax_tensor_t* y = kt_make(STAX_DTYPE_FLOAT32, 2, t_dims, NULL);
       stax_tensor_t* out = y;
       CHECK_OK(run_softmax(ops[k], true, axis, transposed, NULL, &out));
       CHECK(out == y);
-      read_values(y, got);
+      kt_read_values(y, got);
       bool close = true;
       for (int i = 0; i < 30; i++)
         if (!(fabs(got[i] - expected[i]) <= 2e-6 * (1 + fabs(expected[i])))) close = false;
@@ -285,7 +257,7 @@ static void test_softmax_views_preallocated(void) {
   const int64_t starts[] = {4}, ends[] = {-100}, steps[] = {-2};
   const int32_t axes[] = {0};
   stax_tensor_t* sliced = NULL;
-  CHECK_OK(stax_tensor_slice(sys(), base, 1, starts, ends, axes, steps, &sliced));
+  CHECK_OK(stax_tensor_slice(kt_allocator(), base, 1, starts, ends, axes, steps, &sliced));
   double s_values[18];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 6; j++) s_values[i * 6 + j] = values[(4 - 2 * i) * 6 + j];
@@ -295,12 +267,12 @@ static void test_softmax_views_preallocated(void) {
     stax_tensor_t* y = NULL;
     CHECK_OK(run_softmax(STAX_OP_LogSoftmax, true, axis, sliced, NULL, &y));
     if (!y) continue;
-    read_values(y, got);
+    kt_read_values(y, got);
     for (int i = 0; i < 18; i++) CHECK_NEAR(got[i], expected[i], 2e-6 * (1 + fabs(expected[i])));
     stax_tensor_release(y);
   }
   /* Wrong preallocated dtype. */
-  stax_tensor_t* wrong = make_tensor(STAX_DTYPE_FLOAT64, 2, t_dims, NULL);
+  stax_tensor_t* wrong = kt_make(STAX_DTYPE_FLOAT64, 2, t_dims, NULL);
   stax_tensor_t* out = wrong;
   CHECK_ERROR(run_softmax(STAX_OP_Softmax, true, 0, transposed, NULL, &out),
               STAX_SHAPE_MISMATCH, "float64");
@@ -312,7 +284,7 @@ static void test_softmax_views_preallocated(void) {
 
 static void test_softmax_zero_sized(void) {
   const int64_t dims[] = {0, 4};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL);
   for (int axis = 0; axis < 2; axis++) {
     stax_tensor_t* y = NULL;
     CHECK_OK(run_softmax(STAX_OP_Softmax, true, axis, x, NULL, &y));
@@ -327,18 +299,18 @@ static void test_softmax_zero_sized(void) {
 
 static void test_softmax_threaded(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(sys(), 4, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
   const int64_t dims[] = {256, 300};
   static double values[256 * 300], expected[256 * 300], got[256 * 300];
   for (int i = 0; i < 256 * 300; i++) values[i] = random_value();
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, values);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
   for (int axis = 0; axis < 2; axis++) {
     /* The values lie on a 1/64 grid: float32 holds them exactly. */
     reference(STAX_OP_Softmax, 2, dims, axis, values, expected);
     stax_tensor_t* y = NULL;
     CHECK_OK(run_softmax(STAX_OP_Softmax, true, axis, x, pool, &y));
     if (!y) continue;
-    read_values(y, got);
+    kt_read_values(y, got);
     bool close = true;
     for (int i = 0; i < 256 * 300; i++)
       if (!(fabs(got[i] - expected[i]) <= 1e-6 * (1 + fabs(expected[i])))) close = false;
@@ -351,12 +323,12 @@ static void test_softmax_threaded(void) {
 
 static void test_softmax_errors(void) {
   const int64_t dims[] = {2, 3};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_INT32, 2, dims, NULL);
+  stax_tensor_t* x = kt_make(STAX_DTYPE_INT32, 2, dims, NULL);
   stax_tensor_t* y = NULL;
   CHECK_ERROR(run_softmax(STAX_OP_Softmax, true, 1, x, NULL, &y), STAX_DTYPE_MISMATCH, "int32");
   CHECK(y == NULL);
   stax_tensor_release(x);
-  x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, NULL);
   CHECK_ERROR(run_softmax(STAX_OP_LogSoftmax, true, 2, x, NULL, &y), STAX_OUT_OF_RANGE,
               "axis 2 is out of range for input 0 of rank 2");
   CHECK_ERROR(run_softmax(STAX_OP_Hardmax, true, -3, x, NULL, &y), STAX_OUT_OF_RANGE,
@@ -364,7 +336,7 @@ static void test_softmax_errors(void) {
   CHECK(y == NULL);
   stax_tensor_release(x);
   /* A scalar has no axis. */
-  x = make_tensor(STAX_DTYPE_FLOAT32, 0, NULL, NULL);
+  x = kt_make(STAX_DTYPE_FLOAT32, 0, NULL, NULL);
   CHECK_ERROR(run_softmax(STAX_OP_Softmax, false, 0, x, NULL, &y), STAX_OUT_OF_RANGE, "rank 0");
   stax_tensor_release(x);
 }

@@ -8,144 +8,13 @@
 
 #include "kernels/kernel.h"
 #include "test_harness.h"
+#include "kernel_test_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static stax_allocator_t allocator(void) { return stax_allocator_system(); }
-
-static double load_double(stax_dtype_t dtype, const void* base, int64_t i) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32: return ((const float*)base)[i];
-    case STAX_DTYPE_FLOAT64: return ((const double*)base)[i];
-    case STAX_DTYPE_FLOAT16: return stax_f16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_BFLOAT16: return stax_bf16_to_f32(((const uint16_t*)base)[i]);
-    case STAX_DTYPE_INT8: return ((const int8_t*)base)[i];
-    case STAX_DTYPE_INT16: return ((const int16_t*)base)[i];
-    case STAX_DTYPE_INT32: return ((const int32_t*)base)[i];
-    case STAX_DTYPE_INT64: return (double)((const int64_t*)base)[i];
-    case STAX_DTYPE_UINT8: return ((const uint8_t*)base)[i];
-    case STAX_DTYPE_UINT16: return ((const uint16_t*)base)[i];
-    case STAX_DTYPE_UINT32: return ((const uint32_t*)base)[i];
-    case STAX_DTYPE_UINT64: return (double)((const uint64_t*)base)[i];
-    case STAX_DTYPE_BOOL: return ((const uint8_t*)base)[i];
-    default: return NAN;
-  }
-}
-
-static void store_double(stax_dtype_t dtype, void* base, int64_t i, double v) {
-  switch (dtype) {
-    case STAX_DTYPE_FLOAT32: ((float*)base)[i] = (float)v; break;
-    case STAX_DTYPE_FLOAT64: ((double*)base)[i] = v; break;
-    case STAX_DTYPE_FLOAT16: ((uint16_t*)base)[i] = stax_f32_to_f16((float)v); break;
-    case STAX_DTYPE_BFLOAT16: ((uint16_t*)base)[i] = stax_f32_to_bf16((float)v); break;
-    case STAX_DTYPE_INT8: ((int8_t*)base)[i] = (int8_t)v; break;
-    case STAX_DTYPE_INT16: ((int16_t*)base)[i] = (int16_t)v; break;
-    case STAX_DTYPE_INT32: ((int32_t*)base)[i] = (int32_t)v; break;
-    case STAX_DTYPE_INT64: ((int64_t*)base)[i] = (int64_t)v; break;
-    case STAX_DTYPE_UINT8: ((uint8_t*)base)[i] = (uint8_t)v; break;
-    case STAX_DTYPE_UINT16: ((uint16_t*)base)[i] = (uint16_t)v; break;
-    case STAX_DTYPE_UINT32: ((uint32_t*)base)[i] = (uint32_t)v; break;
-    case STAX_DTYPE_UINT64: ((uint64_t*)base)[i] = (uint64_t)v; break;
-    case STAX_DTYPE_BOOL: ((uint8_t*)base)[i] = (uint8_t)(v != 0); break;
-    default: break;
-  }
-}
-
-static stax_tensor_t* make_tensor(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                                  const double* values) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(allocator(), dtype, rank, dims, &t));
-  if (!t) return NULL;
-  int64_t n = stax_tensor_element_count(t);
-  for (int64_t i = 0; i < n; i++)
-    store_double(dtype, stax_tensor_data(t), i, values ? values[i] : 0);
-  return t;
-}
-
-static stax_tensor_t* make_raw(stax_dtype_t dtype, int32_t rank, const int64_t* dims,
-                               const void* bytes) {
-  stax_tensor_t* t = NULL;
-  CHECK_OK(stax_tensor_create(allocator(), dtype, rank, dims, &t));
-  if (t)
-    memcpy(stax_tensor_data(t), bytes,
-           (size_t)stax_tensor_element_count(t) * stax_dtype_size(dtype));
-  return t;
-}
-
-static int64_t view_offset(const stax_tensor_t* t, int64_t i) {
-  int32_t rank = stax_tensor_rank(t);
-  const int64_t* dims = stax_tensor_dims(t);
-  const int64_t* strides = stax_tensor_strides(t);
-  int64_t offset = stax_tensor_offset(t);
-  for (int32_t d = rank - 1; d >= 0; d--) {
-    offset += (i % dims[d]) * strides[d];
-    i /= dims[d];
-  }
-  return offset;
-}
-
-static double get(const stax_tensor_t* t, int64_t i) {
-  return load_double(stax_tensor_dtype(t), stax_buffer_data(stax_tensor_buffer(t)),
-                     view_offset(t, i));
-}
-
-static stax_status_t run_kernel(stax_kernel_fn fn, stax_op_t op, const stax_node_attr_t* attrs,
-                                int32_t attr_count, stax_tensor_t** inputs, int32_t input_count,
-                                stax_tensor_t** outputs, int32_t output_count,
-                                stax_threadpool_t* pool) {
-  stax_node_t node;
-  memset(&node, 0, sizeof(node));
-  node.op = op;
-  node.name = "node0";
-  node.attr_count = attr_count;
-  node.attrs = (stax_node_attr_t*)attrs;
-  stax_kernel_call_t call;
-  memset(&call, 0, sizeof(call));
-  call.node = &node;
-  call.allocator = allocator();
-  call.pool = pool;
-  call.input_count = input_count;
-  call.inputs = inputs;
-  call.output_count = output_count;
-  call.outputs = outputs;
-  return fn(&call);
-}
-
 static stax_status_t run1(stax_kernel_fn fn, stax_op_t op, const stax_node_attr_t* attrs,
                           int32_t attr_count, stax_tensor_t* x, stax_tensor_t** out) {
-  return run_kernel(fn, op, attrs, attr_count, &x, 1, out, 1, NULL);
-}
-
-static stax_node_attr_t float_attr(const char* name, float value) {
-  stax_node_attr_t attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.name = name;
-  attr.type = STAX_ATTR_FLOAT;
-  attr.value.f = value;
-  return attr;
-}
-
-static stax_node_attr_t int_attr(const char* name, int64_t value) {
-  stax_node_attr_t attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.name = name;
-  attr.type = STAX_ATTR_INT;
-  attr.value.i = value;
-  return attr;
-}
-
-static stax_node_attr_t string_attr(const char* name, const char* value) {
-  stax_node_attr_t attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.name = name;
-  attr.type = STAX_ATTR_STRING;
-  attr.value.s = value;
-  return attr;
-}
-
-static void release_all(stax_tensor_t** tensors, int count) {
-  for (int i = 0; i < count; i++)
-    if (tensors[i]) stax_tensor_release(tensors[i]);
+  return kt_run_kernel(fn, op, attrs, attr_count, &x, 1, out, 1, NULL);
 }
 
 /* ---- float ops against double references ------------------------------------------------- */
@@ -234,12 +103,12 @@ static void check_float_case(const float_case_t* c, stax_dtype_t dtype) {
     values[2 * i + 1] = 0;
   }
   const int64_t dims[2] = {N, 2};
-  stax_tensor_t* base = make_tensor(dtype, 2, dims, values);
+  stax_tensor_t* base = kt_make_codec(dtype, 2, dims, values);
   stax_tensor_t* transposed = NULL, *x = NULL;
-  CHECK_OK(stax_tensor_transpose(allocator(), base, NULL, &transposed)); /* [2, N] */
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &transposed)); /* [2, N] */
   const int64_t starts[1] = {0}, ends[1] = {1};
   CHECK_OK(
-      stax_tensor_slice(allocator(), transposed, 1, starts, ends, NULL, NULL, &x)); /* [1, N] */
+      stax_tensor_slice(kt_allocator(), transposed, 1, starts, ends, NULL, NULL, &x)); /* [1, N] */
   stax_tensor_t* out = NULL;
   CHECK_OK(run1(c->fn, c->op, NULL, 0, x, &out));
   CHECK(out && stax_tensor_dtype(out) == dtype && stax_tensor_rank(out) == 2);
@@ -248,15 +117,15 @@ static void check_float_case(const float_case_t* c, stax_dtype_t dtype) {
                     : dtype == STAX_DTYPE_FLOAT16                            ? 2e-3
                                                                              : 1.6e-2;
   for (int64_t i = 0; out && i < N; i++) {
-    double input = get(x, i);
+    double input = kt_get_codec(x, i);
     double expected = c->reference(input);
     double tolerance = relative * fabs(expected) + (half ? relative : relative * 1e-2);
-    if (fabs(get(out, i) - expected) > tolerance)
+    if (fabs(kt_get_codec(out, i) - expected) > tolerance)
       fprintf(stderr, "%s on %s at %.9g: got %.9g want %.9g\n", stax_op_name(c->op),
-              stax_dtype_name(dtype), input, get(out, i), expected);
-    CHECK_NEAR(get(out, i), expected, tolerance);
+              stax_dtype_name(dtype), input, kt_get_codec(out, i), expected);
+    CHECK_NEAR(kt_get_codec(out, i), expected, tolerance);
   }
-  release_all((stax_tensor_t*[]){base, transposed, x, out}, 4);
+  kt_release_all((stax_tensor_t*[]){base, transposed, x, out}, 4);
 }
 
 static void test_float_ops(void) {
@@ -268,19 +137,19 @@ static void test_float_ops(void) {
 
 static void test_round_half_to_even(void) {
   const int64_t dims[1] = {8};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, dims,
+  stax_tensor_t* x = kt_make_codec(STAX_DTYPE_FLOAT32, 1, dims,
                                  (double[]){0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, 1e30});
   stax_tensor_t* out = NULL;
   CHECK_OK(run1(stax_kernel_Round, STAX_OP_Round, NULL, 0, x, &out));
   const double expected[8] = {0, 2, 2, -0, -2, -2, 2, 1e30};
-  for (int i = 0; i < 8; i++) CHECK_NEAR(get(out, i), (float)expected[i], 0);
-  CHECK(signbit(get(out, 3)));
-  release_all((stax_tensor_t*[]){x, out}, 2);
+  for (int i = 0; i < 8; i++) CHECK_NEAR(kt_get_codec(out, i), (float)expected[i], 0);
+  CHECK(signbit(kt_get_codec(out, 3)));
+  kt_release_all((stax_tensor_t*[]){x, out}, 2);
 }
 
 static void test_attributes(void) {
   const int64_t dims[1] = {4};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT64, 1, dims, (double[]){-2, -0.25, 0.25, 2});
+  stax_tensor_t* x = kt_make_codec(STAX_DTYPE_FLOAT64, 1, dims, (double[]){-2, -0.25, 0.25, 2});
   stax_tensor_t* out = NULL;
   struct {
     stax_kernel_fn fn;
@@ -291,40 +160,40 @@ static void test_attributes(void) {
   } cases[] = {
       {stax_kernel_LeakyRelu,
        STAX_OP_LeakyRelu,
-       {float_attr("alpha", 0.5f)},
+       {kt_attr_float("alpha", 0.5f)},
        1,
        {-1, -0.125, 0.25, 2}},
       {stax_kernel_Elu,
        STAX_OP_Elu,
-       {float_attr("alpha", 2.0f)},
+       {kt_attr_float("alpha", 2.0f)},
        1,
        {2 * (exp(-2) - 1), 2 * (exp(-0.25) - 1), 0.25, 2}},
       {stax_kernel_Selu,
        STAX_OP_Selu,
-       {float_attr("alpha", 2.0f), float_attr("gamma", 3.0f)},
+       {kt_attr_float("alpha", 2.0f), kt_attr_float("gamma", 3.0f)},
        2,
        {3 * 2 * (exp(-2) - 1), 3 * 2 * (exp(-0.25) - 1), 0.75, 6}},
       {stax_kernel_Celu,
        STAX_OP_Celu,
-       {float_attr("alpha", 2.0f)},
+       {kt_attr_float("alpha", 2.0f)},
        1,
        {2 * (exp(-1) - 1), 2 * (exp(-0.125) - 1), 0.25, 2}},
       {stax_kernel_ThresholdedRelu,
        STAX_OP_ThresholdedRelu,
-       {float_attr("alpha", 0.0f)},
+       {kt_attr_float("alpha", 0.0f)},
        1,
        {0, 0, 0.25, 2}},
       {stax_kernel_HardSigmoid,
        STAX_OP_HardSigmoid,
-       {float_attr("alpha", 0.5f), float_attr("beta", 0.25f)},
+       {kt_attr_float("alpha", 0.5f), kt_attr_float("beta", 0.25f)},
        2,
        {0, 0.125, 0.375, 1}},
       {stax_kernel_Shrink,
        STAX_OP_Shrink,
-       {float_attr("bias", 1.0f), float_attr("lambd", 0.2f)},
+       {kt_attr_float("bias", 1.0f), kt_attr_float("lambd", 0.2f)},
        2,
        {-1, 0.75, -0.75, 1}},
-      {stax_kernel_Gelu, STAX_OP_Gelu, {string_attr("approximate", "tanh")}, 1, {0}},
+      {stax_kernel_Gelu, STAX_OP_Gelu, {kt_attr_string("approximate", "tanh")}, 1, {0}},
   };
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     out = NULL;
@@ -332,22 +201,22 @@ static void test_attributes(void) {
     for (int i = 0; out && i < 4; i++) {
       double expected = cases[c].expected[i];
       if (cases[c].op == STAX_OP_Gelu) {
-        double v = get(x, i);
+        double v = kt_get_codec(x, i);
         expected = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
       }
-      CHECK_NEAR(get(out, i), expected, 1e-7);
+      CHECK_NEAR(kt_get_codec(out, i), expected, 1e-7);
     }
     if (out) stax_tensor_release(out);
   }
   /* bad attributes */
   out = NULL;
-  stax_node_attr_t bad_gelu = string_attr("approximate", "erf");
+  stax_node_attr_t bad_gelu = kt_attr_string("approximate", "erf");
   CHECK_ERROR(run1(stax_kernel_Gelu, STAX_OP_Gelu, &bad_gelu, 1, x, &out), STAX_INVALID_ARGUMENT,
               "Gelu node 'node0': attribute 'approximate'");
-  stax_node_attr_t zero_alpha = float_attr("alpha", 0.0f);
+  stax_node_attr_t zero_alpha = kt_attr_float("alpha", 0.0f);
   CHECK_ERROR(run1(stax_kernel_Celu, STAX_OP_Celu, &zero_alpha, 1, x, &out), STAX_INVALID_ARGUMENT,
               "Celu node 'node0': attribute 'alpha' must not be 0");
-  stax_node_attr_t wrong_type = int_attr("alpha", 1);
+  stax_node_attr_t wrong_type = kt_attr_int("alpha", 1);
   CHECK_ERROR(run1(stax_kernel_LeakyRelu, STAX_OP_LeakyRelu, &wrong_type, 1, x, &out),
               STAX_INVALID_ARGUMENT, "attribute 'alpha' must be FLOAT");
   CHECK(out == NULL);
@@ -356,7 +225,7 @@ static void test_attributes(void) {
 
 static void test_nan_propagation(void) {
   const int64_t dims[1] = {1};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 1, dims, (double[]){NAN});
+  stax_tensor_t* x = kt_make_codec(STAX_DTYPE_FLOAT32, 1, dims, (double[]){NAN});
   const stax_kernel_fn fns[] = {stax_kernel_Relu, stax_kernel_LeakyRelu, stax_kernel_Elu,
                                 stax_kernel_Celu, stax_kernel_Sigmoid, stax_kernel_HardSigmoid,
                                 stax_kernel_Softplus, stax_kernel_Abs, stax_kernel_Sign,
@@ -367,8 +236,8 @@ static void test_nan_propagation(void) {
   for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
     stax_tensor_t* out = NULL;
     CHECK_OK(run1(fns[k], ops[k], NULL, 0, x, &out));
-    if (!(out && isnan(get(out, 0)))) fprintf(stderr, "%s drops NaN\n", stax_op_name(ops[k]));
-    CHECK(out && isnan(get(out, 0)));
+    if (!(out && isnan(kt_get_codec(out, 0)))) fprintf(stderr, "%s drops NaN\n", stax_op_name(ops[k]));
+    CHECK(out && isnan(kt_get_codec(out, 0)));
     if (out) stax_tensor_release(out);
   }
   stax_tensor_release(x);
@@ -379,7 +248,7 @@ static void test_nan_propagation(void) {
 static void test_integer_ops(void) {
   const int64_t dims[1] = {5};
   int32_t values[5] = {INT32_MIN, -7, 0, 7, INT32_MAX};
-  stax_tensor_t* x = make_raw(STAX_DTYPE_INT32, 1, dims, values);
+  stax_tensor_t* x = kt_make_raw(STAX_DTYPE_INT32, 1, dims, values);
   stax_tensor_t* out = NULL;
   CHECK_OK(run1(stax_kernel_Neg, STAX_OP_Neg, NULL, 0, x, &out));
   int32_t* r = stax_tensor_data(out);
@@ -406,7 +275,7 @@ static void test_integer_ops(void) {
   stax_tensor_release(out);
   out = NULL;
   /* Shrink on integers computes in double and truncates back */
-  stax_node_attr_t shrink_attrs[2] = {float_attr("bias", 1.5f), float_attr("lambd", 2.0f)};
+  stax_node_attr_t shrink_attrs[2] = {kt_attr_float("bias", 1.5f), kt_attr_float("lambd", 2.0f)};
   CHECK_OK(run1(stax_kernel_Shrink, STAX_OP_Shrink, shrink_attrs, 2, x, &out));
   r = stax_tensor_data(out);
   CHECK_EQ_INT(r[1], -5); /* -7 + 1.5 = -5.5 */
@@ -419,7 +288,7 @@ static void test_integer_ops(void) {
   /* unsigned: Abs is the identity, Sign is 0/1 */
   uint64_t u[3] = {0, 5, UINT64_MAX};
   const int64_t three[1] = {3};
-  stax_tensor_t* ux = make_raw(STAX_DTYPE_UINT64, 1, three, u);
+  stax_tensor_t* ux = kt_make_raw(STAX_DTYPE_UINT64, 1, three, u);
   CHECK_OK(run1(stax_kernel_Abs, STAX_OP_Abs, NULL, 0, ux, &out));
   CHECK(((uint64_t*)stax_tensor_data(out))[2] == UINT64_MAX);
   stax_tensor_release(out);
@@ -431,7 +300,7 @@ static void test_integer_ops(void) {
   /* int8 Neg of -128 */
   int8_t small[2] = {-128, 5};
   const int64_t two[1] = {2};
-  stax_tensor_t* sx = make_raw(STAX_DTYPE_INT8, 1, two, small);
+  stax_tensor_t* sx = kt_make_raw(STAX_DTYPE_INT8, 1, two, small);
   CHECK_OK(run1(stax_kernel_Neg, STAX_OP_Neg, NULL, 0, sx, &out));
   CHECK_EQ_INT(((int8_t*)stax_tensor_data(out))[0], -128);
   CHECK_EQ_INT(((int8_t*)stax_tensor_data(out))[1], -5);
@@ -446,10 +315,10 @@ static void test_integer_ops(void) {
   CHECK_ERROR(run1(stax_kernel_Not, STAX_OP_Not, NULL, 0, x, &out), STAX_DTYPE_MISMATCH, "int32");
   CHECK_ERROR(run1(stax_kernel_IsNaN, STAX_OP_IsNaN, NULL, 0, x, &out), STAX_DTYPE_MISMATCH,
               "int32");
-  CHECK_ERROR(run_kernel(stax_kernel_Tanh, STAX_OP_Tanh, NULL, 0, NULL, 0, &out, 1, NULL),
+  CHECK_ERROR(kt_run_kernel(stax_kernel_Tanh, STAX_OP_Tanh, NULL, 0, NULL, 0, &out, 1, NULL),
               STAX_INVALID_ARGUMENT, "input 0 is missing");
   CHECK(out == NULL);
-  release_all((stax_tensor_t*[]){x, ux, sx}, 3);
+  kt_release_all((stax_tensor_t*[]){x, ux, sx}, 3);
 }
 
 /* ---- Not, IsNaN, IsInf ------------------------------------------------------------------- */
@@ -457,7 +326,7 @@ static void test_integer_ops(void) {
 static void test_predicates(void) {
   const int64_t dims[1] = {5};
   uint8_t flags[5] = {0, 1, 2, 255, 0};
-  stax_tensor_t* b = make_raw(STAX_DTYPE_BOOL, 1, dims, flags);
+  stax_tensor_t* b = kt_make_raw(STAX_DTYPE_BOOL, 1, dims, flags);
   stax_tensor_t* out = NULL;
   CHECK_OK(run1(stax_kernel_Not, STAX_OP_Not, NULL, 0, b, &out));
   const uint8_t not_expected[5] = {1, 0, 0, 0, 1};
@@ -467,7 +336,7 @@ static void test_predicates(void) {
                                   STAX_DTYPE_BFLOAT16};
   const double values[5] = {NAN, INFINITY, -INFINITY, 0, -1e30};
   for (int k = 0; k < 4; k++) {
-    stax_tensor_t* x = make_tensor(dtypes[k], 1, dims, values);
+    stax_tensor_t* x = kt_make_codec(dtypes[k], 1, dims, values);
     out = NULL;
     CHECK_OK(run1(stax_kernel_IsNaN, STAX_OP_IsNaN, NULL, 0, x, &out));
     CHECK(stax_tensor_dtype(out) == STAX_DTYPE_BOOL);
@@ -475,8 +344,8 @@ static void test_predicates(void) {
     for (int i = 0; i < 5; i++) CHECK_EQ_INT(((uint8_t*)stax_tensor_data(out))[i], nan_expected[i]);
     stax_tensor_release(out);
     for (int mode = 0; mode < 4; mode++) {
-      stax_node_attr_t attrs[2] = {int_attr("detect_negative", mode & 1),
-                                   int_attr("detect_positive", (mode >> 1) & 1)};
+      stax_node_attr_t attrs[2] = {kt_attr_int("detect_negative", mode & 1),
+                                   kt_attr_int("detect_positive", (mode >> 1) & 1)};
       out = NULL;
       CHECK_OK(run1(stax_kernel_IsInf, STAX_OP_IsInf, attrs, 2, x, &out));
       uint8_t* r = stax_tensor_data(out);
@@ -509,68 +378,68 @@ static void test_clip(void) {
     double v[6];
     for (int i = 0; i < 6; i++)
       v[i] = stax_dtype_is_unsigned_int(dtype) ? values[i] + 5 : values[i];
-    stax_tensor_t* x = make_tensor(dtype, 2, dims, v);
+    stax_tensor_t* x = kt_make_codec(dtype, 2, dims, v);
     stax_tensor_t* low =
-        make_tensor(dtype, 0, NULL, (double[]){stax_dtype_is_unsigned_int(dtype) ? 4 : -1});
+        kt_make_codec(dtype, 0, NULL, (double[]){stax_dtype_is_unsigned_int(dtype) ? 4 : -1});
     const int64_t one[1] = {1};
     stax_tensor_t* high =
-        make_tensor(dtype, 1, one, (double[]){stax_dtype_is_unsigned_int(dtype) ? 9 : 4});
-    double lo = get(low, 0), hi = get(high, 0);
+        kt_make_codec(dtype, 1, one, (double[]){stax_dtype_is_unsigned_int(dtype) ? 9 : 4});
+    double lo = kt_get_codec(low, 0), hi = kt_get_codec(high, 0);
     /* both bounds, only min, only max (min omitted as NULL), none */
     stax_tensor_t* cases[4][3] = {{x, low, high}, {x, low, NULL}, {x, NULL, high}, {x, NULL, NULL}};
     for (int c = 0; c < 4; c++) {
       stax_tensor_t* out = NULL;
-      CHECK_OK(run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, cases[c], c == 1 ? 2 : 3, &out,
+      CHECK_OK(kt_run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, cases[c], c == 1 ? 2 : 3, &out,
                           1, NULL));
       for (int64_t i = 0; out && i < 6; i++) {
-        double e = get(x, i);
+        double e = kt_get_codec(x, i);
         if (cases[c][1] && e < lo) e = lo;
         if (cases[c][2] && e > hi) e = hi;
-        CHECK_NEAR(get(out, i), e, 0);
+        CHECK_NEAR(kt_get_codec(out, i), e, 0);
       }
       if (out) stax_tensor_release(out);
     }
     /* min > max: everything becomes max */
     stax_tensor_t* inverted[3] = {x, high, low};
     stax_tensor_t* out = NULL;
-    CHECK_OK(run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, inverted, 3, &out, 1, NULL));
-    for (int64_t i = 0; out && i < 6; i++) CHECK_NEAR(get(out, i), lo, 0);
+    CHECK_OK(kt_run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, inverted, 3, &out, 1, NULL));
+    for (int64_t i = 0; out && i < 6; i++) CHECK_NEAR(kt_get_codec(out, i), lo, 0);
     if (out) stax_tensor_release(out);
-    release_all((stax_tensor_t*[]){x, low, high}, 3);
+    kt_release_all((stax_tensor_t*[]){x, low, high}, 3);
   }
   /* int64 bounds beyond 2^53 stay exact */
   int64_t big[3] = {INT64_MAX, INT64_MAX - 3, 0}, bound = INT64_MAX - 1;
   const int64_t three[1] = {3};
-  stax_tensor_t* bx = make_raw(STAX_DTYPE_INT64, 1, three, big);
-  stax_tensor_t* bhigh = make_raw(STAX_DTYPE_INT64, 0, NULL, &bound);
+  stax_tensor_t* bx = kt_make_raw(STAX_DTYPE_INT64, 1, three, big);
+  stax_tensor_t* bhigh = kt_make_raw(STAX_DTYPE_INT64, 0, NULL, &bound);
   stax_tensor_t* big_inputs[3] = {bx, NULL, bhigh};
   stax_tensor_t* out = NULL;
-  CHECK_OK(run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, big_inputs, 3, &out, 1, NULL));
+  CHECK_OK(kt_run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, big_inputs, 3, &out, 1, NULL));
   CHECK(((int64_t*)stax_tensor_data(out))[0] == INT64_MAX - 1);
   CHECK(((int64_t*)stax_tensor_data(out))[1] == INT64_MAX - 3);
   stax_tensor_release(out);
   out = NULL;
   /* opset-6 attributes */
   const int64_t four[1] = {4};
-  stax_tensor_t* fx = make_tensor(STAX_DTYPE_FLOAT32, 1, four, (double[]){-3, -0.5, 0.5, 3});
-  stax_node_attr_t attrs[2] = {float_attr("min", -1.0f), float_attr("max", 1.0f)};
-  CHECK_OK(run_kernel(stax_kernel_Clip, STAX_OP_Clip, attrs, 2, &fx, 1, &out, 1, NULL));
+  stax_tensor_t* fx = kt_make_codec(STAX_DTYPE_FLOAT32, 1, four, (double[]){-3, -0.5, 0.5, 3});
+  stax_node_attr_t attrs[2] = {kt_attr_float("min", -1.0f), kt_attr_float("max", 1.0f)};
+  CHECK_OK(kt_run_kernel(stax_kernel_Clip, STAX_OP_Clip, attrs, 2, &fx, 1, &out, 1, NULL));
   const double expected[4] = {-1, -0.5, 0.5, 1};
-  for (int i = 0; i < 4; i++) CHECK_NEAR(get(out, i), expected[i], 0);
+  for (int i = 0; i < 4; i++) CHECK_NEAR(kt_get_codec(out, i), expected[i], 0);
   stax_tensor_release(out);
   out = NULL;
   /* errors: a bound that is not one element, a bound of another dtype */
   const int64_t two[1] = {2};
-  stax_tensor_t* pair = make_tensor(STAX_DTYPE_FLOAT32, 1, two, (double[]){0, 1});
+  stax_tensor_t* pair = kt_make_codec(STAX_DTYPE_FLOAT32, 1, two, (double[]){0, 1});
   stax_tensor_t* bad_shape[2] = {fx, pair};
-  CHECK_ERROR(run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, bad_shape, 2, &out, 1, NULL),
+  CHECK_ERROR(kt_run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, bad_shape, 2, &out, 1, NULL),
               STAX_INVALID_ARGUMENT,
               "Clip node 'node0': input 1 (min) must be a scalar, got dims [2]");
   stax_tensor_t* bad_dtype[3] = {fx, NULL, bhigh};
-  CHECK_ERROR(run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, bad_dtype, 3, &out, 1, NULL),
+  CHECK_ERROR(kt_run_kernel(stax_kernel_Clip, STAX_OP_Clip, NULL, 0, bad_dtype, 3, &out, 1, NULL),
               STAX_DTYPE_MISMATCH, "input 2 (max) is int64 but input 0 is float32");
   CHECK(out == NULL);
-  release_all((stax_tensor_t*[]){bx, bhigh, fx, pair}, 4);
+  kt_release_all((stax_tensor_t*[]){bx, bhigh, fx, pair}, 4);
 }
 
 /* ---- Identity, Dropout ------------------------------------------------------------------- */
@@ -579,73 +448,73 @@ static void test_identity(void) {
   const int64_t dims[2] = {3, 4};
   double values[12];
   for (int i = 0; i < 12; i++) values[i] = i;
-  stax_tensor_t* base = make_tensor(STAX_DTYPE_INT16, 2, dims, values);
+  stax_tensor_t* base = kt_make_codec(STAX_DTYPE_INT16, 2, dims, values);
   stax_tensor_t* x = NULL;
-  CHECK_OK(stax_tensor_transpose(allocator(), base, NULL, &x));
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &x));
   /* no output given: a view, sharing the buffer */
   stax_tensor_t* out = NULL;
   CHECK_OK(run1(stax_kernel_Identity, STAX_OP_Identity, NULL, 0, x, &out));
   CHECK(out && stax_tensor_buffer(out) == stax_tensor_buffer(base));
-  for (int64_t i = 0; out && i < 12; i++) CHECK_NEAR(get(out, i), get(x, i), 0);
+  for (int64_t i = 0; out && i < 12; i++) CHECK_NEAR(kt_get_codec(out, i), kt_get_codec(x, i), 0);
   if (out) stax_tensor_release(out);
   /* preallocated: a copy */
   const int64_t t_dims[2] = {4, 3};
-  stax_tensor_t* preallocated = make_tensor(STAX_DTYPE_INT16, 2, t_dims, NULL);
+  stax_tensor_t* preallocated = kt_make_codec(STAX_DTYPE_INT16, 2, t_dims, NULL);
   out = preallocated;
   CHECK_OK(run1(stax_kernel_Identity, STAX_OP_Identity, NULL, 0, x, &out));
   CHECK(out == preallocated);
-  for (int64_t i = 0; i < 12; i++) CHECK_NEAR(get(preallocated, i), get(x, i), 0);
-  stax_tensor_t* wrong = make_tensor(STAX_DTYPE_INT16, 2, dims, NULL);
+  for (int64_t i = 0; i < 12; i++) CHECK_NEAR(kt_get_codec(preallocated, i), kt_get_codec(x, i), 0);
+  stax_tensor_t* wrong = kt_make_codec(STAX_DTYPE_INT16, 2, dims, NULL);
   out = wrong;
   CHECK_ERROR(run1(stax_kernel_Identity, STAX_OP_Identity, NULL, 0, x, &out), STAX_SHAPE_MISMATCH,
               "Identity node 'node0': output 0");
-  release_all((stax_tensor_t*[]){base, x, preallocated, wrong}, 4);
+  kt_release_all((stax_tensor_t*[]){base, x, preallocated, wrong}, 4);
 }
 
 static void test_dropout(void) {
   const int64_t dims[2] = {2, 3};
-  stax_tensor_t* x = make_tensor(STAX_DTYPE_FLOAT32, 2, dims, (double[]){1, -2, 3, -4, 5, -6});
-  stax_tensor_t* ratio = make_tensor(STAX_DTYPE_FLOAT32, 0, NULL, (double[]){0.3});
-  stax_tensor_t* training_off = make_tensor(STAX_DTYPE_BOOL, 0, NULL, (double[]){0});
+  stax_tensor_t* x = kt_make_codec(STAX_DTYPE_FLOAT32, 2, dims, (double[]){1, -2, 3, -4, 5, -6});
+  stax_tensor_t* ratio = kt_make_codec(STAX_DTYPE_FLOAT32, 0, NULL, (double[]){0.3});
+  stax_tensor_t* training_off = kt_make_codec(STAX_DTYPE_BOOL, 0, NULL, (double[]){0});
   stax_tensor_t* inputs[3] = {x, ratio, training_off};
   stax_tensor_t* outputs[2] = {NULL, NULL};
-  CHECK_OK(run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, inputs, 3, outputs, 2, NULL));
+  CHECK_OK(kt_run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, inputs, 3, outputs, 2, NULL));
   CHECK(outputs[0] && outputs[1] && stax_tensor_dtype(outputs[1]) == STAX_DTYPE_BOOL);
   for (int64_t i = 0; outputs[0] && i < 6; i++) {
-    CHECK_NEAR(get(outputs[0], i), get(x, i), 0);
+    CHECK_NEAR(kt_get_codec(outputs[0], i), kt_get_codec(x, i), 0);
     CHECK_EQ_INT(((uint8_t*)stax_tensor_data(outputs[1]))[i], 1);
   }
-  release_all(outputs, 2);
+  kt_release_all(outputs, 2);
   /* output only */
   stax_tensor_t* only[1] = {NULL};
-  CHECK_OK(run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, &x, 1, only, 1, NULL));
-  CHECK(only[0] && get(only[0], 5) == -6);
-  release_all(only, 1);
+  CHECK_OK(kt_run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, &x, 1, only, 1, NULL));
+  CHECK(only[0] && kt_get_codec(only[0], 5) == -6);
+  kt_release_all(only, 1);
   /* training with a ratio is refused; a ratio of 0 in training is the identity */
-  stax_tensor_t* training_on = make_tensor(STAX_DTYPE_BOOL, 0, NULL, (double[]){1});
+  stax_tensor_t* training_on = kt_make_codec(STAX_DTYPE_BOOL, 0, NULL, (double[]){1});
   stax_tensor_t* training[3] = {x, ratio, training_on};
   outputs[0] = outputs[1] = NULL;
   CHECK_ERROR(
-      run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, training, 3, outputs, 2, NULL),
+      kt_run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, training, 3, outputs, 2, NULL),
       STAX_UNIMPLEMENTED, "Dropout node 'node0': training mode");
-  stax_tensor_t* zero = make_tensor(STAX_DTYPE_FLOAT32, 0, NULL, (double[]){0});
+  stax_tensor_t* zero = kt_make_codec(STAX_DTYPE_FLOAT32, 0, NULL, (double[]){0});
   stax_tensor_t* training_zero[3] = {x, zero, training_on};
-  CHECK_OK(run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, training_zero, 3, outputs, 2,
+  CHECK_OK(kt_run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, training_zero, 3, outputs, 2,
                       NULL));
-  release_all(outputs, 2);
+  kt_release_all(outputs, 2);
   outputs[0] = outputs[1] = NULL;
-  stax_tensor_t* bad_ratio = make_tensor(STAX_DTYPE_FLOAT32, 0, NULL, (double[]){1.5});
+  stax_tensor_t* bad_ratio = kt_make_codec(STAX_DTYPE_FLOAT32, 0, NULL, (double[]){1.5});
   stax_tensor_t* bad[2] = {x, bad_ratio};
-  CHECK_ERROR(run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, bad, 2, outputs, 2, NULL),
+  CHECK_ERROR(kt_run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, bad, 2, outputs, 2, NULL),
               STAX_INVALID_ARGUMENT, "input 1 (ratio) must be in [0, 1)");
   /* a preallocated mask of the wrong shape releases the output the kernel made */
-  stax_tensor_t* wrong_mask = make_tensor(STAX_DTYPE_BOOL, 1, (int64_t[]){6}, NULL);
+  stax_tensor_t* wrong_mask = kt_make_codec(STAX_DTYPE_BOOL, 1, (int64_t[]){6}, NULL);
   outputs[0] = NULL;
   outputs[1] = wrong_mask;
-  CHECK_ERROR(run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, &x, 1, outputs, 2, NULL),
+  CHECK_ERROR(kt_run_kernel(stax_kernel_Dropout, STAX_OP_Dropout, NULL, 0, &x, 1, outputs, 2, NULL),
               STAX_SHAPE_MISMATCH, "output 1");
   CHECK(outputs[0] == NULL && outputs[1] == wrong_mask);
-  release_all((stax_tensor_t*[]){x, ratio, training_off, training_on, zero, bad_ratio, wrong_mask},
+  kt_release_all((stax_tensor_t*[]){x, ratio, training_off, training_on, zero, bad_ratio, wrong_mask},
               7);
 }
 
@@ -653,59 +522,59 @@ static void test_dropout(void) {
 
 static void test_outputs_and_sizes(void) {
   const int64_t dims[3] = {2, 0, 3};
-  stax_tensor_t* empty = make_tensor(STAX_DTYPE_FLOAT32, 3, dims, NULL);
+  stax_tensor_t* empty = kt_make_codec(STAX_DTYPE_FLOAT32, 3, dims, NULL);
   stax_tensor_t* out = NULL;
   CHECK_OK(run1(stax_kernel_Exp, STAX_OP_Exp, NULL, 0, empty, &out));
   CHECK(out && stax_tensor_element_count(out) == 0 && stax_tensor_rank(out) == 3);
   if (out) stax_tensor_release(out);
-  stax_tensor_t* scalar = make_tensor(STAX_DTYPE_FLOAT64, 0, NULL, (double[]){-2});
+  stax_tensor_t* scalar = kt_make_codec(STAX_DTYPE_FLOAT64, 0, NULL, (double[]){-2});
   out = NULL;
   CHECK_OK(run1(stax_kernel_Abs, STAX_OP_Abs, NULL, 0, scalar, &out));
-  CHECK(out && stax_tensor_rank(out) == 0 && get(out, 0) == 2);
+  CHECK(out && stax_tensor_rank(out) == 0 && kt_get_codec(out, 0) == 2);
   if (out) stax_tensor_release(out);
   /* preallocated, right and wrong */
-  stax_tensor_t* preallocated = make_tensor(STAX_DTYPE_FLOAT64, 0, NULL, NULL);
+  stax_tensor_t* preallocated = kt_make_codec(STAX_DTYPE_FLOAT64, 0, NULL, NULL);
   out = preallocated;
   CHECK_OK(run1(stax_kernel_Neg, STAX_OP_Neg, NULL, 0, scalar, &out));
-  CHECK(out == preallocated && get(preallocated, 0) == 2);
+  CHECK(out == preallocated && kt_get_codec(preallocated, 0) == 2);
   const int64_t one[1] = {1};
-  stax_tensor_t* wrong = make_tensor(STAX_DTYPE_FLOAT64, 1, one, NULL);
+  stax_tensor_t* wrong = kt_make_codec(STAX_DTYPE_FLOAT64, 1, one, NULL);
   out = wrong;
   CHECK_ERROR(run1(stax_kernel_Neg, STAX_OP_Neg, NULL, 0, scalar, &out), STAX_SHAPE_MISMATCH,
               "Neg node 'node0': output 0");
-  stax_tensor_t* wrong_dtype = make_tensor(STAX_DTYPE_FLOAT64, 0, NULL, NULL);
+  stax_tensor_t* wrong_dtype = kt_make_codec(STAX_DTYPE_FLOAT64, 0, NULL, NULL);
   out = wrong_dtype;
   CHECK_ERROR(run1(stax_kernel_IsNaN, STAX_OP_IsNaN, NULL, 0, scalar, &out), STAX_SHAPE_MISMATCH,
               "bool");
-  release_all((stax_tensor_t*[]){empty, scalar, preallocated, wrong, wrong_dtype}, 5);
+  kt_release_all((stax_tensor_t*[]){empty, scalar, preallocated, wrong, wrong_dtype}, 5);
 }
 
 static void test_thread_pool(void) {
   stax_threadpool_t* pool = NULL;
-  CHECK_OK(stax_threadpool_create(allocator(), 2, &pool));
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
   const int64_t dims[2] = {513, 401};
   int64_t n = dims[0] * dims[1];
   double* values = malloc(sizeof(double) * (size_t)n);
   for (int64_t i = 0; i < n; i++) values[i] = (double)(i % 301) / 50.0 - 3;
   const stax_dtype_t dtypes[2] = {STAX_DTYPE_FLOAT32, STAX_DTYPE_FLOAT16};
   for (int k = 0; k < 2; k++) {
-    stax_tensor_t* x = make_tensor(dtypes[k], 2, dims, values);
+    stax_tensor_t* x = kt_make_codec(dtypes[k], 2, dims, values);
     stax_tensor_t* xt = NULL;
-    CHECK_OK(stax_tensor_transpose(allocator(), x, NULL, &xt));
+    CHECK_OK(stax_tensor_transpose(kt_allocator(), x, NULL, &xt));
     stax_tensor_t* sources[2] = {x, xt};
     for (int s = 0; s < 2; s++) {
       stax_tensor_t* out = NULL;
-      CHECK_OK(run_kernel(stax_kernel_Sigmoid, STAX_OP_Sigmoid, NULL, 0, &sources[s], 1, &out, 1,
+      CHECK_OK(kt_run_kernel(stax_kernel_Sigmoid, STAX_OP_Sigmoid, NULL, 0, &sources[s], 1, &out, 1,
                           pool));
       int64_t mismatches = 0;
       for (int64_t i = 0; out && i < n; i++) {
-        double expected = 1 / (1 + exp(-get(sources[s], i)));
-        if (fabs(get(out, i) - expected) > (k ? 2e-3 : 1e-6)) mismatches++;
+        double expected = 1 / (1 + exp(-kt_get_codec(sources[s], i)));
+        if (fabs(kt_get_codec(out, i) - expected) > (k ? 2e-3 : 1e-6)) mismatches++;
       }
       CHECK_EQ_INT(mismatches, 0);
       if (out) stax_tensor_release(out);
     }
-    release_all((stax_tensor_t*[]){x, xt}, 2);
+    kt_release_all((stax_tensor_t*[]){x, xt}, 2);
   }
   free(values);
   stax_threadpool_destroy(pool);
