@@ -80,7 +80,7 @@ static inline stax_tensor_t* shape_test_tensor(stax_dtype_t dtype, bool scalar, 
                                                const void* data) {
   stax_tensor_t* tensor = NULL;
   CHECK_OK(stax_tensor_create(stax_allocator_system(), dtype, scalar ? 0 : 1, &count, &tensor));
-  if (tensor && count > 0) {
+  if (tensor && data && count > 0) {
     memcpy(stax_tensor_data(tensor), data, (size_t)count * stax_dtype_size(dtype));
   }
   return tensor;
