@@ -31,8 +31,9 @@ typedef struct stax_onnx_symbol_binding_t {
 typedef struct stax_onnx_import_options_t {
   int32_t symbol_binding_count;
   const stax_onnx_symbol_binding_t* symbol_bindings;
-  /* Symbols made for dim_params and unnamed dims have the range [1, max] unless this is set,
-   * then [0, max] (models that run with empty batches). */
+  /* Symbols made for dim_params and unnamed dims of graph inputs have the range [1, max]
+   * unless this is set, then [0, max] (models that run with empty batches). Symbols first met
+   * in value_info or graph outputs are [0, max] either way (e.g. NonZero keeping nothing). */
   bool dims_may_be_zero;
   /* Where external tensor data lives for stax_onnx_import_memory (NULL: external data is
    * refused). stax_onnx_import_file always uses the model file's directory. */

@@ -376,8 +376,11 @@ static stax_status_t stax_onnx_declare(stax_onnx_scope_t* scope, stax_value_id_t
   bool unknown[STAX_MAX_RANK];
   stax_dtype_t dtype = STAX_DTYPE_INVALID;
   int32_t rank = -1;
-  STAX_RETURN_IF_ERROR(stax_onnx_value_type(scope->importer, stax_graph_shape_ctx(graph), info,
-                                            what, &dtype, &rank, dims, unknown));
+  scope->importer->reading_declaration = true;
+  stax_status_t status = stax_onnx_value_type(scope->importer, stax_graph_shape_ctx(graph), info,
+                                              what, &dtype, &rank, dims, unknown);
+  scope->importer->reading_declaration = false;
+  STAX_RETURN_IF_ERROR(status);
   stax_dtype_t inferred_dtype = stax_value_dtype(graph, value);
   int32_t inferred_rank = stax_value_rank(graph, value);
   if (dtype == STAX_DTYPE_INVALID) dtype = inferred_dtype;

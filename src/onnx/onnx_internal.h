@@ -90,6 +90,9 @@ typedef struct stax_onnx_importer_t {
   const stax_onnx_import_options_t* options; /* never NULL (defaults when the caller's is) */
   int64_t opset;                   /* default-domain opset */
   stax_arena_t arena;              /* import-lifetime scratch: names, arrays */
+  /* Set while reading a declared type (value_info, graph outputs): symbols first met there
+   * may be 0 (a NonZero that keeps nothing), unlike graph-input dims, which default to >= 1. */
+  bool reading_declaration;
 } stax_onnx_importer_t;
 
 /* One graph being built (the model's graph or a subgraph) and its name table. */

@@ -7,7 +7,7 @@
 #include "onnx/onnx_internal.h"
 
 static int64_t stax_onnx_symbol_min(const stax_onnx_importer_t* importer) {
-  return importer->options->dims_may_be_zero ? 0 : 1;
+  return importer->options->dims_may_be_zero || importer->reading_declaration ? 0 : 1;
 }
 
 stax_status_t stax_onnx_fresh_dim(stax_onnx_importer_t* importer, stax_shape_ctx_t* shape,

@@ -62,7 +62,7 @@ def test_compile_then_run_saved_program(stax_bin, tmp_path):
     model = identity_model(tmp_path / "m.onnx", TensorProto.INT64)
     r = run(stax_bin, "compile", model, "-o", tmp_path / "m.stax")
     assert r.returncode == 0, r.stderr
-    for shape in [(1, 1), (4, 7), (0, 3)]:
+    for shape in [(1, 1), (4, 7), (3, 2)]:
         x = np.arange(np.prod(shape), dtype=np.int64).reshape(shape)
         np.save(tmp_path / "x.npy", x)
         r = run(stax_bin, "run", tmp_path / "m.stax", "-i", f"x={tmp_path / 'x.npy'}", "-o",
@@ -114,13 +114,22 @@ def test_unsupported_ops_listed_together(stax_bin, tmp_path):
     assert r.returncode == 1 and "Det" in r.stderr and "GRU" in r.stderr
 
 
+def npy_bytes(header, payload=b""):
+    """A version 1.0 .npy image with this header dict text (padded as numpy pads it)."""
+    text = header.encode() + b" "
+    text += b" " * ((64 - (10 + len(text) + 1) % 64) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + payload
+
+
 @pytest.mark.parametrize("content,needle", [
     (b"not an npy file at all", "bad magic"),
-    (b"\x93NUMPY\x01\x00\x30\x00{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }   \n",
+    (npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", bytes(8)),
      "big-endian"),
-    (b"\x93NUMPY\x01\x00\x30\x00{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }   \n",
+    (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }", bytes(8)),
      "truncated"),
-])
+    (npy_bytes("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", bytes(8)),
+     "unsupported .npy dtype"),
+], ids=["magic", "big-endian", "truncated", "object"])
 def test_bad_npy_inputs(stax_bin, tmp_path, content, needle):
     model = identity_model(tmp_path / "m.onnx", TensorProto.FLOAT, shape=("N",))
     (tmp_path / "x.npy").write_bytes(content)
