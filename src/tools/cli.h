@@ -37,5 +37,6 @@ int stax_cli_info(int argc, char** argv);
 int stax_cli_run(int argc, char** argv);
 int stax_cli_compile(int argc, char** argv);
 int stax_cli_dis(int argc, char** argv);
+int stax_cli_source(int argc, char** argv);
 
 #endif /* STAX_TOOLS_CLI_H_ */

@@ -9,6 +9,8 @@
 #include "tools/cli.h"
 
 #define STAX_CLI_MAX_INPUTS 256
+/* Input sets `stax run` cycles through (an input given several times). */
+#define STAX_CLI_MAX_SETS 16
 
 static void print_run_help(FILE* f) {
   fprintf(f,
@@ -21,10 +23,19 @@ static void print_run_help(FILE* f) {
           "  -i NAME=FILE     an input: FILE is .npy (any dtype stax supports, C or Fortran\n"
           "                   order) or .pb (an ONNX TensorProto); with a single-input model\n"
           "                   NAME= may be left out\n"
+          "                   an input given several times: calls cycle through its files\n"
+          "                   (to hop between shapes with --repeat)\n"
           "  -o OUTDIR        where outputs go (created if missing); without it, outputs are\n"
           "                   summarised on stdout only\n"
-          "  --repeat N       run the same inputs N times and report time per call\n"
+          "  --repeat N       run the inputs N times and report time per call\n"
           "  --dispatch MODE  interpreter dispatch: goto (default) or switch\n"
+          "  --jit MODE       on (default: compile hot segments in the background), sync\n"
+          "                   (compile inline) or off (interpret only); STAX_JIT_VERIFY=1\n"
+          "                   also interprets each compiled segment and compares\n"
+          "  --jit-threshold N  compile a segment's shape signature after N calls (default 2)\n"
+          "  --jit-versions N   compiled versions kept per segment, LRU (default 8)\n"
+          "  --stats-json FILE  write JIT statistics per segment (hits, misses, compiles,\n"
+          "                   compile time, evictions) as JSON ('-' for stdout)\n"
           "\n"
           "Exit status: 0 on success, 1 on any error (message on stderr), 2 on bad usage.\n");
 }
@@ -70,10 +81,13 @@ static void summarise_tensor(const char* name, const stax_tensor_t* tensor) {
 int stax_cli_run(int argc, char** argv) {
   const char* path = NULL;
   const char* out_dir = NULL;
-  const char* input_specs[STAX_CLI_MAX_INPUTS];
+  const char* input_specs[STAX_CLI_MAX_INPUTS * 4];
   int input_spec_count = 0;
   long repeat = 1;
   stax_dispatch_mode_t dispatch = STAX_DISPATCH_DEFAULT;
+  stax_jit_mode_t jit = STAX_JIT_BACKGROUND;
+  long jit_threshold = 0, jit_versions = 0;
+  const char* stats_path = NULL;
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
     if (stax_cli_is_help(arg)) {
@@ -81,7 +95,7 @@ int stax_cli_run(int argc, char** argv) {
       return STAX_CLI_OK;
     } else if (strcmp(arg, "-i") == 0 || strcmp(arg, "--input") == 0) {
       if (++i >= argc) return stax_cli_usage_error("run", "%s needs NAME=FILE", arg);
-      if (input_spec_count >= STAX_CLI_MAX_INPUTS)
+      if (input_spec_count >= STAX_CLI_MAX_INPUTS * 4)
         return stax_cli_usage_error("run", "too many inputs");
       input_specs[input_spec_count++] = argv[i];
     } else if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
@@ -94,6 +108,25 @@ int stax_cli_run(int argc, char** argv) {
       if (!end || *end || repeat < 1 || repeat > 1000000)
         return stax_cli_usage_error("run", "--repeat needs a count from 1 to 1000000, got '%s'",
                                     argv[i]);
+    } else if (strcmp(arg, "--jit") == 0 || strncmp(arg, "--jit=", 6) == 0) {
+      const char* mode = arg[5] == '=' ? arg + 6 : (++i < argc ? argv[i] : NULL);
+      if (!mode) return stax_cli_usage_error("run", "--jit needs on, off or sync");
+      if (strcmp(mode, "on") == 0) jit = STAX_JIT_BACKGROUND;
+      else if (strcmp(mode, "off") == 0) jit = STAX_JIT_OFF;
+      else if (strcmp(mode, "sync") == 0) jit = STAX_JIT_SYNC;
+      else return stax_cli_usage_error("run", "--jit needs on, off or sync, got '%s'", mode);
+    } else if (strcmp(arg, "--jit-threshold") == 0 || strcmp(arg, "--jit-versions") == 0) {
+      char* end = NULL;
+      if (++i >= argc) return stax_cli_usage_error("run", "%s needs a count", arg);
+      long value = strtol(argv[i], &end, 10);
+      if (!end || *end || value < 1 || value > 1000000)
+        return stax_cli_usage_error("run", "%s needs a count from 1 to 1000000, got '%s'", arg,
+                                    argv[i]);
+      if (arg[6] == 't') jit_threshold = value;
+      else jit_versions = value;
+    } else if (strcmp(arg, "--stats-json") == 0) {
+      if (++i >= argc) return stax_cli_usage_error("run", "--stats-json needs a file");
+      stats_path = argv[i];
     } else if (strcmp(arg, "--dispatch") == 0) {
       if (++i >= argc) return stax_cli_usage_error("run", "--dispatch needs goto or switch");
       if (strcmp(argv[i], "goto") == 0)
@@ -114,7 +147,11 @@ int stax_cli_run(int argc, char** argv) {
 
   stax_cli_model_t model;
   stax_context_t* context = NULL;
-  stax_tensor_t* inputs[STAX_CLI_MAX_INPUTS] = {0};
+  /* static: 32 KiB of pointers is better kept off the stack (the CLI runs one verb). */
+  static stax_tensor_t* input_sets[STAX_CLI_MAX_SETS][STAX_CLI_MAX_INPUTS];
+  memset(input_sets, 0, sizeof(input_sets));
+  stax_tensor_t** inputs = input_sets[0];
+  int set_count = 1;
   stax_tensor_t* outputs[STAX_CLI_MAX_INPUTS] = {0};
   double* times = NULL;
   int32_t input_count = 0, output_count = 0;
@@ -153,12 +190,15 @@ int stax_cli_run(int argc, char** argv) {
                                 input_count);
       goto cleanup;
     }
-    if (inputs[index]) {
-      status = stax_status_make(STAX_INVALID_ARGUMENT, "input '%s' is given twice",
-                                stax_program_input_name(model.program, index));
+    int set = 0;
+    while (set < STAX_CLI_MAX_SETS && input_sets[set][index]) set++;
+    if (set == STAX_CLI_MAX_SETS) {
+      status = stax_status_make(STAX_INVALID_ARGUMENT, "input '%s' is given more than %d times",
+                                stax_program_input_name(model.program, index), STAX_CLI_MAX_SETS);
       goto cleanup;
     }
-    status = stax_cli_read_tensor(file, &inputs[index]);
+    if (set + 1 > set_count) set_count = set + 1;
+    status = stax_cli_read_tensor(file, &input_sets[set][index]);
     if (status) {
       status = stax_status_annotate(status, "input '%s'",
                                     stax_program_input_name(model.program, index));
@@ -173,7 +213,17 @@ int stax_cli_run(int argc, char** argv) {
       goto cleanup;
     }
   }
-  stax_context_options_t options = {.dispatch = dispatch};
+  /* An input given fewer times than another keeps its first file in the later sets. */
+  for (int set = 1; set < set_count; set++)
+    for (int32_t i = 0; i < input_count; i++)
+      if (!input_sets[set][i]) {
+        input_sets[set][i] = input_sets[0][i];
+        stax_tensor_retain(input_sets[set][i]);
+      }
+  stax_context_options_t options = {.dispatch = dispatch,
+                                    .jit = jit,
+                                    .jit_threshold = (int32_t)jit_threshold,
+                                    .jit_max_versions = (int32_t)jit_versions};
   status = stax_context_create(stax_allocator_system(), model.program, &options, &context);
   if (status) goto cleanup;
   times = calloc((size_t)repeat, sizeof(double));
@@ -187,7 +237,8 @@ int stax_cli_run(int argc, char** argv) {
       outputs[o] = NULL;
     }
     double start = now_seconds();
-    status = stax_context_run(context, input_count, inputs, output_count, outputs);
+    status = stax_context_run(context, input_count, input_sets[r % set_count], output_count,
+                              outputs);
     times[r] = now_seconds() - start;
     if (status) goto cleanup;
   }
@@ -195,6 +246,18 @@ int stax_cli_run(int argc, char** argv) {
     qsort(times, (size_t)repeat, sizeof(double), compare_doubles);
     fprintf(stderr, "%ld calls: median %.3f ms, min %.3f ms, max %.3f ms\n", repeat,
             times[repeat / 2] * 1e3, times[0] * 1e3, times[repeat - 1] * 1e3);
+  }
+  if (stats_path) {
+    stax_program_jit_drain(model.program);
+    FILE* f = strcmp(stats_path, "-") == 0 ? stdout : fopen(stats_path, "w");
+    if (!f) {
+      status = stax_status_make(STAX_IO_ERROR, "cannot write %s: %s", stats_path, strerror(errno));
+      goto cleanup;
+    }
+    status = stax_program_jit_stats_json(model.program, f);
+    if (f != stdout && fclose(f) != 0 && !status)
+      status = stax_status_make(STAX_IO_ERROR, "cannot write %s", stats_path);
+    if (status) goto cleanup;
   }
   if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
     status = stax_status_make(STAX_IO_ERROR, "cannot create %s: %s", out_dir, strerror(errno));
@@ -213,7 +276,8 @@ int stax_cli_run(int argc, char** argv) {
 cleanup:
   free(times);
   for (int32_t i = 0; i < STAX_CLI_MAX_INPUTS; i++) {
-    if (inputs[i]) stax_tensor_release(inputs[i]);
+    for (int set = 0; set < STAX_CLI_MAX_SETS; set++)
+      if (input_sets[set][i]) stax_tensor_release(input_sets[set][i]);
     if (outputs[i]) stax_tensor_release(outputs[i]);
   }
   if (context) stax_context_destroy(context);

@@ -15,6 +15,7 @@ static const stax_cli_verb_t stax_cli_verbs[] = {
     {"compile", stax_cli_compile, "compile an ONNX model to a bytecode program file"},
     {"info", stax_cli_info, "print inputs, outputs, symbolic shapes and the op histogram"},
     {"dis", stax_cli_dis, "disassemble the bytecode (extended and compact forms)"},
+    {"source", stax_cli_source, "print the JIT's LLVM IR or assembly per segment for given shapes"},
 };
 
 static void print_usage(FILE* f) {

@@ -7,6 +7,7 @@
 
 #include "runtime/tensor_internal.h"
 #include "vm/context.h"
+#include "vm/jit_tier.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define STAX_VM_HAVE_COMPUTED_GOTO 1
@@ -83,6 +84,7 @@ void stax_context_destroy(stax_context_t* ctx) {
     stax_allocator_free(ctx->allocator, ctx->field, stax_vm_array_bytes(count, sizeof(*ctx->field)));
   STAX_VM_CONTEXT_ARRAYS(STAX_VM_FREE_ARRAY)
 #undef STAX_VM_FREE_ARRAY
+  stax_vm_jit_frame_destroy(ctx);
   stax_program_t* owned = ctx->program;
   stax_allocator_free(ctx->allocator, ctx, sizeof(*ctx));
   stax_program_release(owned);
@@ -101,6 +103,8 @@ stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* pr
                             "stax_context_create: the program was not finalized");
   if (options && (options->dispatch < STAX_DISPATCH_DEFAULT || options->dispatch > STAX_DISPATCH_GOTO))
     return stax_status_make(STAX_INVALID_ARGUMENT, "unknown dispatch mode %d", (int)options->dispatch);
+  if (options && (options->jit < STAX_JIT_OFF || options->jit > STAX_JIT_SYNC))
+    return stax_status_make(STAX_INVALID_ARGUMENT, "unknown jit mode %d", (int)options->jit);
   stax_context_t* ctx = NULL;
   STAX_RETURN_IF_ERROR(stax_allocator_calloc(allocator, 1, sizeof(*ctx), (void**)&ctx));
   ctx->allocator = allocator;
@@ -130,6 +134,9 @@ stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* pr
       goto fail;
     }
   }
+  /* The JIT needs the segment entry hooks (PROFILE_POINTs); without them it stays off. */
+  if (ctx->options.jit != STAX_JIT_OFF && program->segments_count > 0)
+    STAX_GOTO_IF_ERROR(status, stax_vm_jit_frame_create(ctx), fail);
   *out_context = ctx;
   return STAX_OK;
 fail:

@@ -26,9 +26,10 @@ STAX_MUST_USE stax_status_t stax_vm_jit_segment_enter(struct stax_context_s* ctx
 /* Frees the program's cache (joins the background compiler). */
 void stax_vm_jit_cache_destroy(struct stax_program_s* program);
 
-/* For `stax source`: compiles every segment of the program for the shapes of one run
- * (driven through a sync context) and prints each kernel's LLVM IR, or assembly. */
-STAX_MUST_USE stax_status_t stax_vm_jit_print_sources(struct stax_context_s* ctx, bool assembly,
-                                                      FILE* out);
+/* For `stax source`: make later compiles keep their LLVM IR and assembly, then print every
+ * compiled kernel's text (run the program in sync mode in between). */
+void stax_vm_jit_keep_texts(struct stax_program_s* program);
+STAX_MUST_USE stax_status_t stax_vm_jit_print_sources(struct stax_program_s* program,
+                                                      bool assembly, FILE* out);
 
 #endif /* STAX_VM_JIT_TIER_H_ */

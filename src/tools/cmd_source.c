@@ -1,0 +1,133 @@
+/* `stax source MODEL --shape NAME=DIMxDIM...`: the LLVM IR (or assembly) the JIT generates for
+ * each segment of MODEL at the given input shapes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "vm/jit_tier.h"
+
+#define STAX_CLI_SOURCE_MAX_SHAPES 256
+
+static void print_source_help(FILE* f) {
+  fprintf(f,
+          "usage: stax source MODEL --shape NAME=DIMxDIM... [--shape ...] [--asm]\n"
+          "\n"
+          "Compiles every segment of MODEL (an .onnx file or a saved program) for the given\n"
+          "input shapes and prints each kernel's optimized LLVM IR, or with --asm its\n"
+          "assembly. Inputs are zero-filled tensors of the model's dtypes; a scalar is\n"
+          "NAME= (nothing after '='). Segments the JIT cannot compile are listed as such\n"
+          "(STAX_LOG=jit tells why).\n");
+}
+
+/* "NAME=2x3x4" -> name length, rank, dims. */
+static bool parse_shape(const char* spec, size_t* out_name_length, int32_t* out_rank,
+                        int64_t* dims) {
+  const char* eq = strchr(spec, '=');
+  if (!eq || eq == spec) return false;
+  *out_name_length = (size_t)(eq - spec);
+  int32_t rank = 0;
+  const char* p = eq + 1;
+  while (*p) {
+    char* end = NULL;
+    long long value = strtoll(p, &end, 10);
+    if (end == p || value < 0 || rank == STAX_MAX_RANK) return false;
+    dims[rank++] = value;
+    if (*end == 'x') end++;
+    else if (*end) return false;
+    p = end;
+  }
+  *out_rank = rank;
+  return true;
+}
+
+int stax_cli_source(int argc, char** argv) {
+  const char* path = NULL;
+  const char* shapes[STAX_CLI_SOURCE_MAX_SHAPES];
+  int shape_count = 0;
+  bool assembly = false;
+  for (int i = 1; i < argc; i++) {
+    if (stax_cli_is_help(argv[i])) {
+      print_source_help(stdout);
+      return STAX_CLI_OK;
+    } else if (strcmp(argv[i], "--asm") == 0) {
+      assembly = true;
+    } else if (strcmp(argv[i], "--shape") == 0) {
+      if (++i >= argc) return stax_cli_usage_error("source", "--shape needs NAME=DIMxDIM...");
+      if (shape_count == STAX_CLI_SOURCE_MAX_SHAPES)
+        return stax_cli_usage_error("source", "too many --shape options");
+      shapes[shape_count++] = argv[i];
+    } else if (argv[i][0] == '-') {
+      return stax_cli_usage_error("source", "unknown option '%s'", argv[i]);
+    } else if (path) {
+      return stax_cli_usage_error("source", "more than one model given");
+    } else {
+      path = argv[i];
+    }
+  }
+  if (!path) return stax_cli_usage_error("source", "no model given");
+  stax_cli_model_t model;
+  stax_context_t* context = NULL;
+  stax_tensor_t** inputs = NULL;
+  stax_tensor_t** outputs = NULL;
+  int32_t input_count = 0, output_count = 0;
+  stax_status_t status = stax_cli_model_open(path, &model);
+  if (!status) status = stax_cli_model_compile(&model);
+  if (status) return stax_cli_fail("source", status);
+  input_count = stax_program_input_count(model.program);
+  output_count = stax_program_output_count(model.program);
+  inputs = calloc((size_t)input_count + 1, sizeof(*inputs));
+  outputs = calloc((size_t)output_count + 1, sizeof(*outputs));
+  if (!inputs || !outputs) {
+    status = stax_status_make(STAX_OUT_OF_MEMORY, "stax source");
+    goto cleanup;
+  }
+  for (int s = 0; s < shape_count; s++) {
+    size_t name_length = 0;
+    int32_t rank = 0;
+    int64_t dims[STAX_MAX_RANK];
+    if (!parse_shape(shapes[s], &name_length, &rank, dims)) {
+      status = stax_status_make(STAX_INVALID_ARGUMENT,
+                                "--shape '%s': expected NAME=DIMxDIM... (non-negative dims)",
+                                shapes[s]);
+      goto cleanup;
+    }
+    int32_t index = -1;
+    for (int32_t i = 0; i < input_count; i++) {
+      const char* name = stax_program_input_name(model.program, i);
+      if (strlen(name) == name_length && strncmp(name, shapes[s], name_length) == 0) index = i;
+    }
+    if (index < 0 || inputs[index]) {
+      status = stax_status_make(STAX_INVALID_ARGUMENT, "--shape '%s': %s", shapes[s],
+                                index < 0 ? "the model has no such input" : "given twice");
+      goto cleanup;
+    }
+    status = stax_tensor_create_zeros(stax_allocator_system(),
+                                      stax_program_input_dtype(model.program, index), rank, dims,
+                                      &inputs[index]);
+    if (status) goto cleanup;
+  }
+  for (int32_t i = 0; i < input_count; i++) {
+    if (!inputs[i]) {
+      status = stax_status_make(STAX_INVALID_ARGUMENT, "input '%s' has no --shape",
+                                stax_program_input_name(model.program, i));
+      goto cleanup;
+    }
+  }
+  /* Sync mode with threshold 1: every segment compiles during this one run. */
+  stax_vm_jit_keep_texts(model.program);
+  stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 1};
+  status = stax_context_create(stax_allocator_system(), model.program, &options, &context);
+  if (!status) status = stax_context_run(context, input_count, inputs, output_count, outputs);
+  if (!status) status = stax_vm_jit_print_sources(model.program, assembly, stdout);
+cleanup:
+  for (int32_t i = 0; inputs && i < input_count; i++)
+    if (inputs[i]) stax_tensor_release(inputs[i]);
+  for (int32_t o = 0; outputs && o < output_count; o++)
+    if (outputs[o]) stax_tensor_release(outputs[o]);
+  free(inputs);
+  free(outputs);
+  if (context) stax_context_destroy(context);
+  stax_cli_model_close(&model);
+  if (status) return stax_cli_fail("source", status);
+  return STAX_CLI_OK;
+}

@@ -1,0 +1,881 @@
+/* The JIT tier: segment plans (fusion groups), shape signatures, the per-program kernel cache
+ * with tiering and LRU eviction, the background compiler and the guarded hit path. Verify
+ * mode, statistics and sources are in jit_tier_report.c. See docs/jit.md ("Tiering").
+ *
+ * Execution model of a hit: a segment holds compute instructions whose outputs the VM
+ * allocates, ALLOC_TENSOR(_FAST), FREE_TENSOR, and views/moves/loads/stores (anything else
+ * makes it "unsupported": always interpreted). No symbol changes inside a segment
+ * (SHAPE_VARIANT is a barrier), so running the pre instructions (views of external values),
+ * the needed ALLOCs, the groups' kernels in order, the post instructions, then every FREE
+ * leaves the registers exactly as interpreting the segment would, except that values
+ * internal to one group are never materialized. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/tensor_internal.h"
+#include "vm/jit_tier_internal.h"
+
+static double jit_now_ms(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
+}
+
+static bool jit_grow(void** data, int32_t* capacity, int32_t need, size_t size) {
+  if (need <= *capacity) return true;
+  int32_t cap = *capacity ? *capacity : 8;
+  while (cap < need) cap *= 2;
+  void* grown = realloc(*data, (size_t)cap * size);
+  if (!grown) return false;
+  *data = grown;
+  *capacity = cap;
+  return true;
+}
+
+/* ---- plans ---------------------------------------------------------------------------------- */
+
+static void jit_plan_free(jit_plan* plan) {
+  for (int32_t g = 0; g < plan->group_count; g++) {
+    jit_group_plan* gp = &plan->groups[g];
+    free(gp->value_regs);
+    free(gp->roles);
+    free(gp->node_words);
+    free(gp->inputs);
+    free(gp->outputs);
+  }
+  free(plan->groups);
+  free(plan->ext_regs);
+  free(plan->alloc_words);
+  free(plan->alloc_group);
+  free(plan->free_regs);
+  free(plan->pre_words);
+  free(plan->post_words);
+  memset(plan, 0, sizeof(*plan));
+}
+
+/* What a node may share a kernel with: the backend fuses one MatMul/Gemm with an epilogue,
+ * or row reductions with elementwise producers and consumers. */
+typedef enum { KIND_ELEMENTWISE, KIND_ROW, KIND_MATMUL } jit_kind;
+static jit_kind jit_node_kind(stax_op_t op) {
+  if (op == STAX_OP_MatMul || op == STAX_OP_Gemm) return KIND_MATMUL;
+  if (stax_op_flags(op) & STAX_OPF_REDUCTION) return KIND_ROW;
+  return KIND_ELEMENTWISE;
+}
+
+static int32_t jit_find(const int32_t* list, int32_t count, int32_t value) {
+  for (int32_t i = 0; i < count; i++)
+    if (list[i] == value) return i;
+  return -1;
+}
+
+#define JIT_PUSH(arr, count, cap, value)                                                 \
+  do {                                                                                   \
+    if (!jit_grow((void**)&(arr), &(cap), (count) + 1, sizeof(*(arr)))) goto oom;        \
+    (arr)[(count)++] = (value);                                                          \
+  } while (0)
+
+/* Builds the plan of a segment (under the cache lock, once). */
+static void jit_plan_build(const stax_program_t* program, const int32_t* word_of, int32_t s,
+                           jit_plan* plan) {
+  const stax_vm_segment_t* seg = &program->segments[s];
+  const int32_t* code = program->code;
+  plan->start_word = word_of[seg->first];
+  plan->next_word = word_of[seg->first + seg->count];
+  int32_t* computes = NULL;
+  int32_t compute_count = 0, compute_cap = 0;
+  int32_t* written = NULL;
+  int32_t written_count = 0, written_cap = 0;
+  int32_t *group_of = NULL, ext_cap = 0, alloc_cap = 0, free_cap = 0, pre_cap = 0, post_cap = 0;
+  int32_t* post_regs = NULL; /* results of post views */
+  int32_t post_reg_count = 0, post_reg_cap = 0;
+  int32_t* post_srcs = NULL; /* registers post instructions read: must be materialized */
+  int32_t post_src_count = 0, post_src_cap = 0;
+  for (int32_t w = plan->start_word; w < plan->next_word;
+       w += (int32_t)((uint32_t)code[w] >> STAX_VM_LENGTH_SHIFT)) {
+    int32_t opcode = code[w] & STAX_VM_OPCODE_MASK;
+    stax_vm_family_t family = stax_vm_opcode_family(opcode);
+    if (opcode == STAX_VM_OP_PROFILE_POINT) continue;
+    if (opcode == STAX_VM_OP_FREE_TENSOR) {
+      JIT_PUSH(plan->free_regs, plan->free_count, free_cap, code[w + STAX_VM_HEADER_WORDS]);
+    } else if (opcode == STAX_VM_OP_ALLOC_TENSOR || opcode == STAX_VM_OP_ALLOC_TENSOR_FAST) {
+      JIT_PUSH(plan->alloc_words, plan->alloc_count, alloc_cap, w);
+    } else if (opcode == STAX_VM_OP_LOAD_CONST || opcode == STAX_VM_OP_LOAD_TENSOR) {
+      JIT_PUSH(plan->pre_words, plan->pre_count, pre_cap, w);
+    } else if (opcode == STAX_VM_OP_STORE_TENSOR) {
+      JIT_PUSH(plan->post_words, plan->post_count, post_cap, w);
+      JIT_PUSH(post_srcs, post_src_count, post_src_cap, code[w + STAX_VM_HEADER_WORDS]);
+    } else if (opcode == STAX_VM_OP_MOVE || opcode == STAX_VM_OP_BROADCAST_TO ||
+               opcode == STAX_VM_OP_RESHAPE_VIEW || opcode == STAX_VM_OP_TRANSPOSE_VIEW) {
+      int32_t dst = code[w + STAX_VM_HEADER_WORDS], src = code[w + STAX_VM_HEADER_WORDS + 1];
+      if (jit_find(written, written_count, src) >= 0) {
+        JIT_PUSH(plan->post_words, plan->post_count, post_cap, w);
+        JIT_PUSH(post_srcs, post_src_count, post_src_cap, src);
+        JIT_PUSH(written, written_count, written_cap, dst);
+        JIT_PUSH(post_regs, post_reg_count, post_reg_cap, dst);
+      } else {
+        JIT_PUSH(plan->pre_words, plan->pre_count, pre_cap, w);
+      }
+    } else if ((family == STAX_VM_FAMILY_COMPUTE || family == STAX_VM_FAMILY_COMPUTE_STATIC) &&
+               !STAX_VM_CODE_KERNEL_ALLOCATES(code + w)) {
+      const int32_t* in_list = &STAX_VM_OPERAND(code + w, 1);
+      const int32_t* out_list = in_list + 1 + in_list[0];
+      for (int32_t k = 0; k < in_list[0]; k++)
+        if (in_list[1 + k] >= 0 && jit_find(post_regs, post_reg_count, in_list[1 + k]) >= 0)
+          goto unsupported; /* a compute reads a view of a result: not one kernel plan */
+      for (int32_t k = 0; k < out_list[0]; k++)
+        if (out_list[1 + k] >= 0) JIT_PUSH(written, written_count, written_cap, out_list[1 + k]);
+      JIT_PUSH(computes, compute_count, compute_cap, w);
+    } else {
+      goto unsupported; /* views, moves, constants: interpreted (see docs/jit.md) */
+    }
+  }
+  if (compute_count <= 0) goto unsupported;
+  /* `written`: registers computed in the segment; reads of anything else are external
+   * inputs (pre views' results included: they are live when the signature is taken). */
+  /* Groups: a MatMul/Gemm starts a new group (the backend fuses epilogues, not prologues),
+   * and so does a row op after a MatMul (one kernel does not hold both). */
+  group_of = calloc((size_t)(uint32_t)compute_count, sizeof(int32_t));
+  if (!group_of) goto oom;
+  /* A node also starts a new group when it reads nothing the current group computes: unrelated
+   * work has its own iteration space (other row length, other shape), which one kernel
+   * cannot hold. */
+  int32_t group = -1, group_start = 0;
+  bool has_matmul = false;
+  for (int32_t c = 0; c < compute_count; c++) {
+    const int32_t* ins = code + computes[c];
+    const stax_node_t* node = &program->kernel_nodes[STAX_VM_OPERAND(ins, 0)];
+    jit_kind kind = jit_node_kind(node->op);
+    bool connected = false;
+    const int32_t* in_list = &STAX_VM_OPERAND(ins, 1);
+    for (int32_t p = group_start; p < c && !connected; p++) {
+      const int32_t* p_in = &STAX_VM_OPERAND(code + computes[p], 1);
+      const int32_t* p_out = p_in + 1 + p_in[0];
+      for (int32_t k = 0; k < in_list[0] && !connected; k++)
+        connected = in_list[1 + k] >= 0 && jit_find(p_out + 1, p_out[0], in_list[1 + k]) >= 0;
+    }
+    if (group < 0 || !connected || kind == KIND_MATMUL || (kind == KIND_ROW && has_matmul)) {
+      group++;
+      group_start = c;
+      has_matmul = false;
+    }
+    if (kind == KIND_MATMUL) has_matmul = true;
+    group_of[c] = group;
+  }
+  plan->group_count = group + 1;
+  plan->groups = calloc((size_t)plan->group_count, sizeof(jit_group_plan));
+  if (!plan->groups) goto oom;
+  for (int32_t c = 0; c < compute_count; c++) {
+    jit_group_plan* gp = &plan->groups[group_of[c]];
+    int32_t node_cap = gp->node_count, value_cap = gp->value_count;
+    JIT_PUSH(gp->node_words, gp->node_count, node_cap, computes[c]);
+    const int32_t* in_list = &STAX_VM_OPERAND(code + computes[c], 1);
+    const int32_t* out_list = in_list + 1 + in_list[0];
+    for (int32_t side = 0; side < 2; side++) {
+      const int32_t* list = side ? out_list : in_list;
+      for (int32_t k = 0; k < list[0]; k++) {
+        int32_t reg = list[1 + k];
+        if (reg < 0 || jit_find(gp->value_regs, gp->value_count, reg) >= 0) continue;
+        JIT_PUSH(gp->value_regs, gp->value_count, value_cap, reg);
+        if (!side && jit_find(written, written_count, reg) < 0 &&
+            jit_find(plan->ext_regs, plan->ext_count, reg) < 0)
+          JIT_PUSH(plan->ext_regs, plan->ext_count, ext_cap, reg);
+      }
+    }
+  }
+  /* Roles: a value written by the group is an output when a later group reads it or it
+   * outlives the segment (not freed in it); else a temporary. */
+  for (int32_t g = 0; g < plan->group_count; g++) {
+    jit_group_plan* gp = &plan->groups[g];
+    gp->roles = calloc((size_t)gp->value_count, 1);
+    gp->inputs = calloc((size_t)gp->value_count, sizeof(int32_t));
+    gp->outputs = calloc((size_t)gp->value_count, sizeof(int32_t));
+    if (!gp->roles || !gp->inputs || !gp->outputs) goto oom;
+    for (int32_t v = 0; v < gp->value_count; v++) {
+      int32_t reg = gp->value_regs[v];
+      bool mine = false;
+      for (int32_t n = 0; n < gp->node_count && !mine; n++) {
+        const int32_t* in_list = &STAX_VM_OPERAND(code + gp->node_words[n], 1);
+        const int32_t* out_list = in_list + 1 + in_list[0];
+        mine = jit_find(out_list + 1, out_list[0], reg) >= 0;
+      }
+      if (!mine) {
+        gp->roles[v] = JIT_ROLE_INPUT;
+        gp->inputs[gp->input_count++] = v;
+        continue;
+      }
+      bool later = jit_find(plan->free_regs, plan->free_count, reg) < 0 ||
+                   jit_find(post_srcs, post_src_count, reg) >= 0;
+      for (int32_t h = g + 1; h < plan->group_count && !later; h++)
+        later = jit_find(plan->groups[h].value_regs, plan->groups[h].value_count, reg) >= 0;
+      gp->roles[v] = later ? JIT_ROLE_OUTPUT : JIT_ROLE_TEMP;
+      if (later) gp->outputs[gp->output_count++] = v;
+    }
+  }
+  plan->alloc_group = calloc((size_t)(plan->alloc_count > 0 ? plan->alloc_count : 1), sizeof(int32_t));
+  if (!plan->alloc_group) goto oom;
+  for (int32_t a = 0; a < plan->alloc_count; a++) {
+    int32_t reg = code[plan->alloc_words[a] + STAX_VM_HEADER_WORDS];
+    plan->alloc_group[a] = -1;
+    for (int32_t g = 0; g < plan->group_count; g++) {
+      int32_t v = jit_find(plan->groups[g].value_regs, plan->groups[g].value_count, reg);
+      if (v >= 0 && plan->groups[g].roles[v] == JIT_ROLE_TEMP) plan->alloc_group[a] = g;
+    }
+  }
+  plan->state = PLAN_OK;
+  free(computes);
+  free(written);
+  free(group_of);
+  free(post_regs);
+  free(post_srcs);
+  return;
+oom:
+unsupported:
+  jit_plan_free(plan);
+  plan->state = PLAN_UNSUPPORTED;
+  free(computes);
+  free(written);
+  free(group_of);
+  free(post_regs);
+  free(post_srcs);
+}
+
+/* ---- the cache ------------------------------------------------------------------------------ */
+
+static void jit_desc_free(jit_desc* descs, int32_t count) {
+  if (!descs) return;
+  for (int32_t g = 0; g < count; g++) {
+    free(descs[g].values);
+    free(descs[g].nodes);
+    free(descs[g].indices);
+  }
+  free(descs);
+}
+
+static void jit_job_free(jit_job* job) {
+  jit_desc_free(job->descs, job->group_count);
+  free(job->sig);
+  free(job);
+}
+
+static void jit_version_drop_kernels(jit_version* v, int32_t group_count) {
+  if (!v->kernels) return;
+  for (int32_t g = 0; g < group_count; g++)
+    if (v->kernels[g]) stax_jit_kernel_release(v->kernels[g]); /* deferred: users retained */
+  free(v->kernels);
+  v->kernels = NULL;
+}
+
+jit_cache* stax_vm_jit_cache_get(stax_program_t* program) {
+  jit_cache* cache = atomic_load(&program->jit_cache);
+  if (cache) return cache;
+  cache = calloc(1, sizeof(*cache));
+  if (!cache) return NULL;
+  cache->segments = calloc((size_t)(program->segments_count ? program->segments_count : 1),
+                           sizeof(jit_segment));
+  if (!cache->segments) {
+    free(cache);
+    return NULL;
+  }
+  cache->program = program;
+  cache->segment_count = program->segments_count;
+  pthread_mutex_init(&cache->lock, NULL);
+  pthread_cond_init(&cache->work, NULL);
+  pthread_cond_init(&cache->idle, NULL);
+  jit_cache* expected = NULL;
+  if (!atomic_compare_exchange_strong(&program->jit_cache, &expected, cache)) {
+    /* Another context created it first. */
+    pthread_mutex_destroy(&cache->lock);
+    pthread_cond_destroy(&cache->work);
+    pthread_cond_destroy(&cache->idle);
+    free(cache->segments);
+    free(cache);
+    return expected;
+  }
+  return cache;
+}
+
+void stax_vm_jit_cache_destroy(stax_program_t* program) {
+  jit_cache* cache = atomic_load(&program->jit_cache);
+  if (!cache) return;
+  pthread_mutex_lock(&cache->lock);
+  cache->stop = true;
+  pthread_cond_broadcast(&cache->work);
+  pthread_mutex_unlock(&cache->lock);
+  if (cache->thread_started) pthread_join(cache->thread, NULL);
+  while (cache->head) {
+    jit_job* job = cache->head;
+    cache->head = job->next;
+    jit_job_free(job);
+  }
+  for (int32_t s = 0; s < cache->segment_count; s++) {
+    jit_segment* seg = &cache->segments[s];
+    for (int32_t v = 0; v < seg->version_count; v++) {
+      jit_version_drop_kernels(&seg->versions[v], seg->plan.group_count);
+      free(seg->versions[v].sig);
+    }
+    free(seg->versions);
+    jit_plan_free(&seg->plan);
+  }
+  pthread_mutex_destroy(&cache->lock);
+  pthread_cond_destroy(&cache->work);
+  pthread_cond_destroy(&cache->idle);
+  free(cache->segments);
+  free(cache);
+  atomic_store(&program->jit_cache, NULL);
+}
+
+/* Word offsets of every extended instruction (+ the end), for segment bounds. */
+static int32_t* jit_word_offsets(const stax_program_t* program) {
+  int32_t* word_of = calloc((size_t)program->instructions_count + 1, sizeof(int32_t));
+  if (!word_of) return NULL;
+  int32_t i = 0;
+  for (int32_t w = 0; w < program->code_count && i < program->instructions_count;
+       w += (int32_t)((uint32_t)program->code[w] >> STAX_VM_LENGTH_SHIFT))
+    word_of[i++] = w;
+  word_of[program->instructions_count] = program->code_count;
+  return word_of;
+}
+
+static jit_plan* jit_plan_get(jit_cache* cache, int32_t s) {
+  jit_plan* plan = &cache->segments[s].plan;
+  if (plan->state != PLAN_UNANALYSED) return plan;
+  int32_t* word_of = jit_word_offsets(cache->program);
+  if (!word_of) return NULL; /* out of memory: try again next time */
+  jit_plan_build(cache->program, word_of, s, plan);
+  free(word_of);
+  if (plan->state == PLAN_OK && plan->ext_count > cache->max_ext) cache->max_ext = plan->ext_count;
+  return plan;
+}
+
+static jit_version* jit_version_find(jit_segment* seg, uint64_t hash, const int64_t* sig,
+                                     int32_t count) {
+  for (int32_t v = 0; v < seg->version_count; v++) {
+    jit_version* ver = &seg->versions[v];
+    if (ver->hash == hash && ver->sig_count == count &&
+        memcmp(ver->sig, sig, (size_t)count * sizeof(int64_t)) == 0)
+      return ver;
+  }
+  return NULL;
+}
+
+static void jit_version_remove(jit_segment* seg, int32_t index) {
+  jit_version* ver = &seg->versions[index];
+  if (ver->state == VERSION_READY) {
+    seg->stats.evictions++;
+    seg->stats.versions--;
+  }
+  jit_version_drop_kernels(ver, seg->plan.group_count);
+  free(ver->sig);
+  seg->versions[index] = seg->versions[--seg->version_count];
+}
+
+/* Keeps at most max_versions READY versions (LRU) and a bounded table of tracked signatures,
+ * so a model whose shapes never repeat cannot grow the cache without bound. */
+static void jit_enforce_caps(jit_segment* seg, int32_t max_versions) {
+  for (;;) {
+    int32_t ready = 0, victim = -1;
+    for (int32_t v = 0; v < seg->version_count; v++) {
+      if (seg->versions[v].state != VERSION_READY) continue;
+      ready++;
+      if (victim < 0 || seg->versions[v].last_use < seg->versions[victim].last_use) victim = v;
+    }
+    if (ready <= max_versions) break;
+    STAX_LOG(JIT, "segment evicts a version (cap %d)", max_versions);
+    jit_version_remove(seg, victim);
+  }
+  int32_t tracked_cap = 4 * max_versions + 16;
+  while (seg->version_count > tracked_cap) {
+    int32_t victim = -1;
+    for (int32_t v = 0; v < seg->version_count; v++) {
+      int32_t st = seg->versions[v].state;
+      if (st == VERSION_READY || st == VERSION_QUEUED) continue;
+      if (victim < 0 || seg->versions[v].last_use < seg->versions[victim].last_use) victim = v;
+    }
+    if (victim < 0) break;
+    jit_version_remove(seg, victim);
+  }
+}
+
+/* ---- signatures ----------------------------------------------------------------------------- */
+
+/* The guard: dtype, rank, alignment, constness, dims and strides of every external input,
+ * written into the frame's scratch (no allocation, no strings). false when an input register
+ * is empty (a path the plan cannot guard: interpret). */
+static bool jit_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
+                          int32_t* out_count, uint64_t* out_hash) {
+  int32_t n = 0;
+  uint64_t hash = 0x5157a7u;
+  for (int32_t e = 0; e < plan->ext_count; e++) {
+    int32_t reg = plan->ext_regs[e];
+    const stax_tensor_t* t = ctx->registers[reg];
+    if (!t) return false;
+    uintptr_t address = (uintptr_t)stax_tensor_data(t);
+    bool constant = (ctx->program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) != 0;
+    sig[n++] = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)((address & 63) == 0) << 16 |
+               (int64_t)constant << 17;
+    for (int32_t d = 0; d < t->rank; d++) sig[n++] = t->dims[d];
+    for (int32_t d = 0; d < t->rank; d++) sig[n++] = t->strides[d];
+  }
+  for (int32_t i = 0; i < n; i++) hash = stax_hash_combine(hash, (uint64_t)sig[i]);
+  *out_count = n;
+  *out_hash = hash;
+  return true;
+}
+
+/* Group descriptions with the concrete dims of this context's registers. */
+static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const jit_plan* plan,
+                                  jit_desc** out_descs) {
+  const stax_program_t* program = ctx->program;
+  jit_desc* descs = calloc((size_t)plan->group_count, sizeof(jit_desc));
+  if (!descs) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: group descriptions");
+  stax_status_t status = STAX_OK;
+  for (int32_t g = 0; g < plan->group_count; g++) {
+    const jit_group_plan* gp = &plan->groups[g];
+    jit_desc* d = &descs[g];
+    int32_t index_count = gp->input_count + gp->output_count;
+    for (int32_t n = 0; n < gp->node_count; n++) {
+      const int32_t* in_list = &STAX_VM_OPERAND(program->code + gp->node_words[n], 1);
+      index_count += in_list[0] + in_list[1 + in_list[0]];
+    }
+    d->values = calloc((size_t)gp->value_count, sizeof(stax_jit_value_t));
+    d->nodes = calloc((size_t)gp->node_count, sizeof(stax_jit_node_t));
+    d->indices = calloc((size_t)(index_count ? index_count : 1), sizeof(int32_t));
+    if (!d->values || !d->nodes || !d->indices) {
+      status = stax_status_make(STAX_OUT_OF_MEMORY, "jit: group description");
+      goto fail;
+    }
+    for (int32_t v = 0; v < gp->value_count; v++) {
+      int32_t reg = gp->value_regs[v];
+      stax_jit_value_t* value = &d->values[v];
+      const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+      value->name = stax_vm_register_name(program, reg);
+      value->role = gp->roles[v] == JIT_ROLE_INPUT    ? STAX_JIT_VALUE_INPUT
+                    : gp->roles[v] == JIT_ROLE_OUTPUT ? STAX_JIT_VALUE_OUTPUT
+                                                      : STAX_JIT_VALUE_TEMPORARY;
+      const stax_tensor_t* live = jit_find(plan->ext_regs, plan->ext_count, reg) >= 0
+                                      ? ctx->registers[reg] : NULL;
+      if (live) {
+        value->dtype = live->dtype;
+        value->rank = live->rank;
+        memcpy(value->dims, live->dims, sizeof(value->dims));
+        memcpy(value->strides, live->strides, sizeof(value->strides));
+        if (program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) value->constant = live;
+      } else {
+        /* Written in the segment: allocated contiguous with the descriptor's dims. */
+        value->dtype = (stax_dtype_t)desc->dtype;
+        value->rank = desc->rank;
+        status = stax_vm_descriptor_dims(ctx, program->registers[reg].descriptor, value->dims);
+        if (status) goto fail;
+        int64_t stride = 1;
+        for (int32_t k = value->rank - 1; k >= 0; k--) {
+          value->strides[k] = stride;
+          stride *= value->dims[k];
+        }
+      }
+    }
+    int32_t* cursor = d->indices;
+    for (int32_t n = 0; n < gp->node_count; n++) {
+      const int32_t* ins = program->code + gp->node_words[n];
+      const int32_t* in_list = &STAX_VM_OPERAND(ins, 1);
+      const int32_t* out_list = in_list + 1 + in_list[0];
+      stax_jit_node_t* node = &d->nodes[n];
+      node->node = &program->kernel_nodes[STAX_VM_OPERAND(ins, 0)];
+      node->input_count = in_list[0];
+      node->inputs = cursor;
+      for (int32_t k = 0; k < in_list[0]; k++)
+        *cursor++ = in_list[1 + k] < 0 ? -1 : jit_find(gp->value_regs, gp->value_count, in_list[1 + k]);
+      node->output_count = out_list[0];
+      node->outputs = cursor;
+      for (int32_t k = 0; k < out_list[0]; k++)
+        *cursor++ = out_list[1 + k] < 0 ? -1 : jit_find(gp->value_regs, gp->value_count, out_list[1 + k]);
+    }
+    snprintf(d->name, sizeof(d->name), "seg%d_g%d", s, g);
+    d->group.name = d->name;
+    d->group.node_count = gp->node_count;
+    d->group.nodes = d->nodes;
+    d->group.value_count = gp->value_count;
+    d->group.values = d->values;
+    d->group.input_count = gp->input_count;
+    d->group.inputs = gp->inputs;
+    d->group.output_count = gp->output_count;
+    d->group.outputs = gp->outputs;
+  }
+  *out_descs = descs;
+  return STAX_OK;
+fail:
+  jit_desc_free(descs, plan->group_count);
+  return status;
+}
+
+/* Compiles every group of a version; on any failure nothing is kept. Runs without the cache
+ * lock (compiles are slow; the backend serializes its own LLVM use). */
+static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep_texts,
+                                 stax_jit_kernel_t** kernels, double* out_ms) {
+  double start = jit_now_ms();
+  stax_jit_backend_t* backend = NULL;
+  stax_status_t status = stax_jit_backend_get(&backend);
+  int32_t compiled = 0;
+  for (int32_t g = 0; g < count && !status; g++) {
+    stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts};
+    status = stax_jit_compile_group(backend, &descs[g].group, &options, &kernels[g]);
+    if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
+      /* Not fusible: this group is interpreted inside an otherwise compiled segment. */
+      STAX_LOG(JIT, "group %s interpreted: %s", descs[g].name, stax_status_message(status));
+      stax_status_free(status);
+      status = STAX_OK;
+      kernels[g] = NULL;
+    } else if (!status) {
+      compiled++;
+    }
+  }
+  if (!status && compiled == 0)
+    status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
+  if (status) {
+    for (int32_t g = 0; g < count; g++)
+      if (kernels[g]) stax_jit_kernel_release(kernels[g]);
+    memset(kernels, 0, (size_t)count * sizeof(*kernels));
+  }
+  *out_ms = jit_now_ms() - start;
+  return status;
+}
+
+/* Records a compile's outcome in its version (under the lock). The version may have been
+ * dropped meanwhile (caps): then the kernels are released. */
+static void jit_finish(jit_cache* cache, int32_t s, uint64_t hash, const int64_t* sig,
+                       int32_t sig_count, stax_jit_kernel_t** kernels, stax_status_t status,
+                       double ms, int32_t max_versions) {
+  jit_segment* seg = &cache->segments[s];
+  jit_version* ver = jit_version_find(seg, hash, sig, sig_count);
+  seg->stats.compile_ms += ms;
+  if (status) {
+    seg->stats.failures++;
+    STAX_LOG(JIT, "segment %d: compile failed after %.2f ms, staying interpreted: %s", s, ms,
+             stax_status_message(status));
+    stax_status_free(status);
+    if (ver) ver->state = VERSION_FAILED;
+    free(kernels);
+    return;
+  }
+  seg->stats.compiles++;
+  STAX_LOG(JIT, "segment %d: compiled (%d group(s)) in %.2f ms", s, seg->plan.group_count, ms);
+  if (!ver) {
+    jit_version tmp = {.kernels = kernels};
+    jit_version_drop_kernels(&tmp, seg->plan.group_count);
+    return;
+  }
+  ver->kernels = kernels;
+  ver->state = VERSION_READY;
+  ver->last_use = ++cache->clock;
+  seg->stats.versions++;
+  jit_enforce_caps(seg, max_versions);
+}
+
+/* ---- the background compiler ---------------------------------------------------------------- */
+
+static void* jit_thread_main(void* arg) {
+  jit_cache* cache = arg;
+  pthread_mutex_lock(&cache->lock);
+  for (;;) {
+    while (!cache->head && !cache->stop) pthread_cond_wait(&cache->work, &cache->lock);
+    if (cache->stop) break;
+    jit_job* job = cache->head;
+    cache->head = job->next;
+    if (!cache->head) cache->tail = NULL;
+    cache->busy++;
+    pthread_mutex_unlock(&cache->lock);
+    stax_jit_kernel_t** kernels = calloc((size_t)job->group_count, sizeof(*kernels));
+    double ms = 0;
+    stax_status_t status =
+        kernels ? jit_compile(job->descs, job->group_count, false, kernels, &ms)
+                : stax_status_make(STAX_OUT_OF_MEMORY, "jit: kernels");
+    pthread_mutex_lock(&cache->lock);
+    jit_finish(cache, job->segment, job->hash, job->sig, job->sig_count, kernels, status, ms,
+               cache->max_versions);
+    cache->busy--;
+    jit_job_free(job);
+    if (!cache->head && !cache->busy) pthread_cond_broadcast(&cache->idle);
+  }
+  pthread_mutex_unlock(&cache->lock);
+  return NULL;
+}
+
+void stax_program_jit_drain(const stax_program_t* program) {
+  jit_cache* cache = program ? atomic_load(&((stax_program_t*)program)->jit_cache) : NULL;
+  if (!cache) return;
+  pthread_mutex_lock(&cache->lock);
+  while ((cache->head || cache->busy) && cache->thread_started)
+    pthread_cond_wait(&cache->idle, &cache->lock);
+  pthread_mutex_unlock(&cache->lock);
+}
+
+/* ---- the segment entry hook ----------------------------------------------------------------- */
+
+/* STAX_LOG=jit: a new signature with the shapes of the inputs it guards. */
+static void jit_log_signature(const stax_context_t* ctx, int32_t s, const jit_plan* plan,
+                              uint64_t hash) {
+  char text[512];
+  size_t used = 0;
+  text[0] = '\0';
+  for (int32_t e = 0; e < plan->ext_count && used + 1 < sizeof(text); e++) {
+    int32_t reg = plan->ext_regs[e];
+    const stax_tensor_t* t = ctx->registers[reg];
+    if (ctx->program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) continue;
+    int n = snprintf(text + used, sizeof(text) - used, "%s%s %s%s", used ? ", " : "",
+                     stax_vm_register_name(ctx->program, reg), stax_dtype_name(t->dtype),
+                     stax_dims_text(t->rank, t->dims).text);
+    if (n < 0) break;
+    used += (size_t)n;
+    if (used >= sizeof(text)) used = sizeof(text) - 1;
+  }
+  stax_log(STAX_LOG_JIT, "segment %d: new shape signature %016llx: %s", s,
+           (unsigned long long)hash, text);
+}
+
+stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
+  jit_frame* frame = calloc(1, sizeof(*frame));
+  if (!frame) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: context state");
+  frame->cache = stax_vm_jit_cache_get(ctx->program);
+  if (!frame->cache) {
+    free(frame);
+    return stax_status_make(STAX_OUT_OF_MEMORY, "jit: program cache");
+  }
+  const char* env = getenv("STAX_JIT_VERIFY");
+  frame->verify = ctx->options.jit_verify || (env && env[0] == '1');
+  frame->tolerance = ctx->options.jit_tolerance > 0 ? ctx->options.jit_tolerance : 1e-4;
+  ctx->jit = frame;
+  return STAX_OK;
+}
+
+void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
+  jit_frame* frame = ctx->jit;
+  if (!frame) return;
+  free(frame->sig);
+  free(frame->args);
+  free(frame->kernels);
+  free(frame);
+  ctx->jit = NULL;
+}
+
+/* Asks for a compile of (segment, signature): inline in sync mode, queued otherwise.
+ * Called with the lock held; returns with it held. */
+static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_version* ver) {
+  const jit_plan* plan = &cache->segments[s].plan;
+  jit_desc* descs = NULL;
+  uint64_t hash = ver->hash;
+  int32_t sig_count = ver->sig_count;
+  stax_status_t status = jit_describe(ctx, s, plan, &descs);
+  if (status) {
+    jit_finish(cache, s, hash, ver->sig, sig_count, NULL, status, 0, cache->max_versions);
+    return;
+  }
+  ver->state = VERSION_QUEUED;
+  if (ctx->options.jit == STAX_JIT_SYNC) {
+    int64_t* sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
+    stax_jit_kernel_t** kernels = calloc((size_t)plan->group_count, sizeof(*kernels));
+    double ms = 0;
+    int32_t group_count = plan->group_count;
+    if (sig) memcpy(sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
+    /* Unlocked while compiling: other contexts keep interpreting; ver may move. */
+    pthread_mutex_unlock(&cache->lock);
+    status = sig && kernels ? jit_compile(descs, group_count, cache->keep_texts, kernels, &ms)
+                            : stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile");
+    pthread_mutex_lock(&cache->lock);
+    if (sig) {
+      jit_finish(cache, s, hash, sig, sig_count, kernels, status, ms, cache->max_versions);
+    } else {
+      stax_status_free(status);
+      if (kernels) {
+        jit_version tmp = {.kernels = kernels};
+        jit_version_drop_kernels(&tmp, group_count);
+      }
+    }
+    free(sig);
+    jit_desc_free(descs, group_count);
+    return;
+  }
+  jit_job* job = calloc(1, sizeof(*job));
+  if (job) job->sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
+  if (!job || !job->sig) {
+    free(job);
+    jit_desc_free(descs, plan->group_count);
+    ver->state = VERSION_FAILED;
+    return;
+  }
+  memcpy(job->sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
+  job->segment = s;
+  job->hash = hash;
+  job->sig_count = sig_count;
+  job->group_count = plan->group_count;
+  job->descs = descs;
+  if (cache->tail) cache->tail->next = job;
+  else cache->head = job;
+  cache->tail = job;
+  if (!cache->thread_started) {
+    if (pthread_create(&cache->thread, NULL, jit_thread_main, cache) == 0) {
+      cache->thread_started = true;
+    } else {
+      /* No thread: drop the queue; those signatures stay interpreted. */
+      cache->head = cache->tail = NULL;
+      ver->state = VERSION_FAILED;
+      jit_job_free(job);
+      return;
+    }
+  }
+  pthread_cond_signal(&cache->work);
+}
+
+/* One non-control instruction of a segment, with interpreter semantics. */
+stax_status_t stax_vm_jit_exec_one(stax_context_t* ctx, const int32_t* ins) {
+  stax_status_t status = STAX_OK;
+  switch (ins[0] & STAX_VM_OPCODE_MASK) {
+    case STAX_VM_OP_PROFILE_POINT: break;
+    case STAX_VM_OP_FREE_TENSOR: stax_vm_take_register(ctx, STAX_VM_OPERAND(ins, 0), NULL); break;
+    case STAX_VM_OP_ALLOC_TENSOR: status = stax_vm_exec_alloc(ctx, ins, false); break;
+    case STAX_VM_OP_ALLOC_TENSOR_FAST: status = stax_vm_exec_alloc(ctx, ins, true); break;
+    case STAX_VM_OP_LOAD_CONST: status = stax_vm_exec_load_const(ctx, ins); break;
+    case STAX_VM_OP_LOAD_TENSOR: status = stax_vm_exec_load_tensor(ctx, ins); break;
+    case STAX_VM_OP_STORE_TENSOR: status = stax_vm_exec_store_tensor(ctx, ins); break;
+    case STAX_VM_OP_MOVE: status = stax_vm_exec_move(ctx, ins); break;
+    case STAX_VM_OP_BROADCAST_TO: status = stax_vm_exec_broadcast_to(ctx, ins); break;
+    case STAX_VM_OP_RESHAPE_VIEW: status = stax_vm_exec_reshape_view(ctx, ins); break;
+    case STAX_VM_OP_TRANSPOSE_VIEW: status = stax_vm_exec_transpose_view(ctx, ins); break;
+    default: status = stax_vm_exec_compute(ctx, ins); break; /* the plan admits nothing else */
+  }
+  return status ? stax_vm_instruction_error(ctx, ins, status) : STAX_OK;
+}
+
+/* Runs the version's kernels in place of the segment. false (with nothing to undo: the
+ * interpreter re-runs the whole segment) when a kernel refuses its arguments. */
+stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
+                                     stax_jit_kernel_t** kernels, bool run_frees, bool* out_ran) {
+  jit_frame* frame = ctx->jit;
+  const int32_t* code = ctx->program->code;
+  *out_ran = false;
+  for (int32_t a = 0; a < plan->alloc_count; a++) {
+    /* Temporaries of compiled groups are never materialized. */
+    if (plan->alloc_group[a] >= 0 && kernels[plan->alloc_group[a]]) continue;
+    STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->alloc_words[a]));
+  }
+  for (int32_t g = 0; g < plan->group_count; g++) {
+    const jit_group_plan* gp = &plan->groups[g];
+    if (!kernels[g]) { /* the backend refused this group: interpret its nodes */
+      for (int32_t n = 0; n < gp->node_count; n++)
+        STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + gp->node_words[n]));
+      continue;
+    }
+    int32_t n = gp->input_count + gp->output_count;
+    if (!jit_grow((void**)&frame->args, &frame->args_capacity, n, sizeof(*frame->args)))
+      return stax_status_make(STAX_OUT_OF_MEMORY, "jit: kernel arguments");
+    for (int32_t i = 0; i < gp->input_count; i++)
+      frame->args[i] = ctx->registers[gp->value_regs[gp->inputs[i]]];
+    for (int32_t o = 0; o < gp->output_count; o++)
+      frame->args[gp->input_count + o] = ctx->registers[gp->value_regs[gp->outputs[o]]];
+    for (int32_t i = 0; i < n; i++)
+      if (!frame->args[i]) return STAX_OK;
+    stax_status_t status = stax_jit_kernel_run(kernels[g], gp->input_count, frame->args,
+                                               gp->output_count, frame->args + gp->input_count,
+                                               ctx->pool);
+    if (status) {
+      STAX_LOG(JIT, "kernel refused its arguments, interpreting: %s", stax_status_message(status));
+      stax_status_free(status);
+      return STAX_OK;
+    }
+  }
+  for (int32_t p = 0; p < plan->post_count; p++)
+    STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->post_words[p]));
+  if (run_frees)
+    for (int32_t f = 0; f < plan->free_count; f++) stax_vm_take_register(ctx, plan->free_regs[f], NULL);
+  *out_ran = true;
+  return STAX_OK;
+}
+
+
+stax_status_t stax_vm_jit_segment_enter(stax_context_t* ctx, int32_t s, int32_t* out_next) {
+  jit_frame* frame = ctx->jit;
+  jit_cache* cache = frame->cache;
+  *out_next = -1;
+  pthread_mutex_lock(&cache->lock);
+  cache->max_versions = ctx->options.jit_max_versions > 0 ? ctx->options.jit_max_versions : 8;
+  jit_segment* seg = &cache->segments[s];
+  seg->stats.entries++;
+  jit_plan* plan = jit_plan_get(cache, s);
+  int32_t need = cache->max_ext * JIT_SIG_WORDS_PER_INPUT;
+  if (!plan || plan->state != PLAN_OK ||
+      !jit_grow((void**)&frame->sig, &frame->sig_capacity, need > 0 ? need : 1, sizeof(int64_t))) {
+    seg->stats.misses++;
+    pthread_mutex_unlock(&cache->lock);
+    return STAX_OK;
+  }
+  /* Views of external values first, so the signature sees the strides the kernels will get
+   * (on a miss the interpreter runs them again: metadata only, same result). The plan is
+   * immutable once built, so the lock is not needed for it. */
+  if (plan->pre_count) {
+    pthread_mutex_unlock(&cache->lock);
+    for (int32_t p = 0; p < plan->pre_count; p++)
+      STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, ctx->program->code + plan->pre_words[p]));
+    pthread_mutex_lock(&cache->lock);
+  }
+  int32_t sig_count = 0;
+  uint64_t hash = 0;
+  if (!jit_signature(ctx, plan, frame->sig, &sig_count, &hash)) {
+    seg->stats.misses++;
+    pthread_mutex_unlock(&cache->lock);
+    return STAX_OK;
+  }
+  jit_version* ver = jit_version_find(seg, hash, frame->sig, sig_count);
+  if (!ver && jit_grow((void**)&seg->versions, &seg->version_capacity, seg->version_count + 1,
+                       sizeof(jit_version))) {
+    int64_t* copy = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
+    if (copy) {
+      memcpy(copy, frame->sig, (size_t)sig_count * sizeof(int64_t));
+      ver = &seg->versions[seg->version_count++];
+      *ver = (jit_version){.hash = hash, .sig_count = sig_count, .sig = copy};
+      seg->stats.signatures = seg->version_count;
+      if (stax_log_enabled(STAX_LOG_JIT)) jit_log_signature(ctx, s, plan, hash);
+    }
+  }
+  if (!ver) {
+    seg->stats.misses++;
+    pthread_mutex_unlock(&cache->lock);
+    return STAX_OK;
+  }
+  ver->last_use = ++cache->clock;
+  if (ver->state == VERSION_COUNTING) {
+    int32_t threshold = ctx->options.jit_threshold > 0 ? ctx->options.jit_threshold : 2;
+    if (++ver->seen >= (uint32_t)threshold) {
+      jit_request(ctx, cache, s, ver);
+      ver = jit_version_find(seg, hash, frame->sig, sig_count); /* may have moved */
+    }
+  }
+  if (!ver || ver->state != VERSION_READY) {
+    seg->stats.misses++;
+    jit_enforce_caps(seg, cache->max_versions);
+    seg->stats.signatures = seg->version_count;
+    pthread_mutex_unlock(&cache->lock);
+    return STAX_OK;
+  }
+  /* Hit: hold the kernels for this call so an eviction meanwhile cannot free them. */
+  int32_t groups = plan->group_count;
+  if (!jit_grow((void**)&frame->kernels, &frame->kernels_capacity, groups, sizeof(*frame->kernels))) {
+    seg->stats.misses++;
+    pthread_mutex_unlock(&cache->lock);
+    return STAX_OK;
+  }
+  for (int32_t g = 0; g < groups; g++) {
+    frame->kernels[g] = ver->kernels[g];
+    if (frame->kernels[g]) stax_jit_kernel_retain(frame->kernels[g]);
+  }
+  seg->stats.hits++;
+  pthread_mutex_unlock(&cache->lock);
+  STAX_LOG(JIT, "segment %d: kernel hit, signature %016llx", s, (unsigned long long)hash);
+  bool ran = false;
+  stax_status_t status = frame->verify ? stax_vm_jit_verify_segment(ctx, s, hash, plan, frame->kernels, &ran)
+                                       : stax_vm_jit_run_kernels(ctx, plan, frame->kernels, true, &ran);
+  for (int32_t g = 0; g < groups; g++)
+    if (frame->kernels[g]) stax_jit_kernel_release(frame->kernels[g]);
+  if (status == STAX_OK && ran) *out_next = plan->next_word;
+  return status;
+}
+

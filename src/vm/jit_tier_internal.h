@@ -1,0 +1,132 @@
+/* Internals of the JIT tier shared by jit_tier.c (plans, cache, compiles, the hit path) and
+ * jit_tier_report.c (verify mode, statistics, kernel sources). Not a public interface. */
+#ifndef STAX_VM_JIT_TIER_INTERNAL_H_
+#define STAX_VM_JIT_TIER_INTERNAL_H_
+
+#include <pthread.h>
+
+#include "jit/jit.h"
+#include "vm/context.h"
+#include "vm/jit_tier.h"
+
+enum { JIT_ROLE_INPUT, JIT_ROLE_OUTPUT, JIT_ROLE_TEMP };
+enum { PLAN_UNANALYSED = 0, PLAN_OK, PLAN_UNSUPPORTED };
+enum { VERSION_COUNTING = 0, VERSION_QUEUED, VERSION_READY, VERSION_FAILED };
+/* Words per external input in a signature: a header (dtype, rank, alignment, constant),
+ * then rank dims and rank strides. */
+#define JIT_SIG_WORDS_PER_INPUT (1 + 2 * STAX_MAX_RANK)
+
+typedef struct jit_group_plan {
+  int32_t value_count;
+  int32_t* value_regs; /* registers of the group's values */
+  int8_t* roles;
+  int32_t node_count;
+  int32_t* node_words; /* code offsets of its compute instructions */
+  int32_t input_count, output_count;
+  int32_t* inputs;  /* value indices, kernel argument order */
+  int32_t* outputs;
+} jit_group_plan;
+
+typedef struct jit_plan {
+  int32_t state;
+  int32_t start_word, next_word;
+  int32_t ext_count;
+  int32_t* ext_regs; /* registers read but not written in the segment: the guarded inputs */
+  int32_t alloc_count;
+  int32_t* alloc_words; /* the segment's ALLOC instructions */
+  /* Per ALLOC: the group whose temporary it allocates (a hit skips it unless that group is
+   * interpreted), or -1 (always run). */
+  int32_t* alloc_group;
+  int32_t free_count;
+  int32_t* free_regs;
+  /* Views, moves and constant loads: run with interpreter semantics before the kernels (pre:
+   * their source is not computed in the segment) or after them (post: they view a result and
+   * no compute of the segment reads them). */
+  int32_t pre_count, post_count;
+  int32_t* pre_words;
+  int32_t* post_words;
+  int32_t group_count;
+  jit_group_plan* groups;
+} jit_plan;
+
+typedef struct jit_version {
+  uint64_t hash;
+  int32_t sig_count;
+  int64_t* sig;
+  int32_t state;
+  uint32_t seen;
+  uint64_t last_use;
+  stax_jit_kernel_t** kernels; /* group_count, VERSION_READY */
+} jit_version;
+
+typedef struct jit_segment {
+  jit_plan plan;
+  jit_version* versions;
+  int32_t version_count, version_capacity;
+  stax_jit_segment_stats_t stats;
+} jit_segment;
+
+/* A compile request: the group descriptions built from one context's live shapes. */
+typedef struct jit_desc {
+  stax_jit_group_t group;
+  stax_jit_value_t* values;
+  stax_jit_node_t* nodes;
+  int32_t* indices;
+  char name[32]; /* "seg<S>_g<G>": names the kernel in logs and `stax source` */
+} jit_desc;
+
+typedef struct jit_job {
+  struct jit_job* next;
+  int32_t segment;
+  uint64_t hash;
+  int32_t sig_count;
+  int64_t* sig;
+  int32_t group_count;
+  jit_desc* descs;
+} jit_job;
+
+typedef struct stax_vm_jit_cache_s {
+  pthread_mutex_t lock;
+  pthread_cond_t work, idle;
+  stax_program_t* program; /* borrowed: the cache dies with it */
+  jit_segment* segments;
+  int32_t segment_count;
+  uint64_t clock; /* LRU time: one tick per lookup */
+  int32_t max_ext; /* largest ext_count analysed so far (sizes frames lazily) */
+  int32_t max_versions; /* the cap of the latest requester (background jobs use it) */
+  bool thread_started, stop;
+  bool keep_texts; /* `stax source`: compiles keep LLVM IR and assembly */
+  int32_t busy;
+  pthread_t thread;
+  jit_job* head;
+  jit_job* tail;
+} jit_cache;
+
+typedef struct stax_vm_jit_frame_s {
+  jit_cache* cache;
+  int64_t* sig;
+  int32_t sig_capacity;
+  stax_tensor_t** args; /* kernel arguments, sized by the largest group */
+  int32_t args_capacity;
+  stax_jit_kernel_t** kernels;
+  int32_t kernels_capacity;
+  bool verify;
+  double tolerance;
+} jit_frame;
+
+/* The program's cache, created on first use (NULL when out of memory). */
+jit_cache* stax_vm_jit_cache_get(stax_program_t* program);
+/* One instruction of a segment with interpreter semantics (errors name the instruction). */
+STAX_MUST_USE stax_status_t stax_vm_jit_exec_one(stax_context_t* ctx, const int32_t* ins);
+/* The hit path: needed ALLOCs, kernels (or interpreted groups), post instructions, and the
+ * FREEs when run_frees. *out_ran false: a kernel refused its arguments (interpret). */
+STAX_MUST_USE stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
+                                                    stax_jit_kernel_t** kernels, bool run_frees,
+                                                    bool* out_ran);
+/* Verify mode: kernels, then the interpreter on the same inputs, compared. */
+STAX_MUST_USE stax_status_t stax_vm_jit_verify_segment(stax_context_t* ctx, int32_t s,
+                                                       uint64_t hash, const jit_plan* plan,
+                                                       stax_jit_kernel_t** kernels,
+                                                       bool* out_ran);
+
+#endif /* STAX_VM_JIT_TIER_INTERNAL_H_ */

@@ -1,0 +1,176 @@
+/* The JIT tier's reporting side: verify mode (kernel vs interpreter on the same inputs),
+ * per-segment statistics (C API and JSON) and kernel sources for `stax source`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/tensor_internal.h"
+#include "vm/jit_tier_internal.h"
+
+/* ---- verify mode ---------------------------------------------------------------------------- */
+
+/* Element i of a contiguous tensor as a double (float and integer dtypes), for comparing. */
+static bool jit_element(const stax_tensor_t* t, int64_t i, double* out) {
+  const void* data = stax_tensor_data(t);
+  switch (t->dtype) {
+    case STAX_DTYPE_FLOAT32: *out = ((const float*)data)[i]; return true;
+    case STAX_DTYPE_FLOAT64: *out = ((const double*)data)[i]; return true;
+    default: return false;
+  }
+}
+
+/* Runs the kernels (keeping every input alive), then interprets the segment on the same
+ * inputs, and compares every kernel output still live after it. The registers end with the
+ * interpreter's results. */
+stax_status_t stax_vm_jit_verify_segment(stax_context_t* ctx, int32_t s, uint64_t hash,
+                                        const jit_plan* plan, stax_jit_kernel_t** kernels,
+                                        bool* out_ran) {
+  jit_frame* frame = ctx->jit;
+  STAX_RETURN_IF_ERROR(stax_vm_jit_run_kernels(ctx, plan, kernels, false, out_ran));
+  if (!*out_ran) return STAX_OK;
+  int32_t count = 0;
+  for (int32_t g = 0; g < plan->group_count; g++) count += plan->groups[g].output_count;
+  stax_tensor_t** results = calloc((size_t)(count ? count : 1), 2 * sizeof(*results));
+  if (!results) return stax_status_make(STAX_OUT_OF_MEMORY, "jit verify");
+  int32_t* regs = (int32_t*)(results + count);
+  int32_t n = 0;
+  for (int32_t g = 0; g < plan->group_count; g++) {
+    const jit_group_plan* gp = &plan->groups[g];
+    for (int32_t o = 0; o < gp->output_count; o++) {
+      regs[n] = gp->value_regs[gp->outputs[o]];
+      results[n] = ctx->registers[regs[n]];
+      stax_tensor_retain(results[n]);
+      n++;
+    }
+  }
+  stax_status_t status = STAX_OK;
+  const int32_t* code = ctx->program->code;
+  for (int32_t w = plan->start_word; w < plan->next_word && !status;
+       w += (int32_t)((uint32_t)code[w] >> STAX_VM_LENGTH_SHIFT)) {
+    status = stax_vm_jit_exec_one(ctx, code + w);
+  }
+  for (int32_t k = 0; k < n && !status; k++) {
+    const stax_tensor_t* want = ctx->registers[regs[k]];
+    const stax_tensor_t* got = results[k];
+    if (!want) continue; /* freed inside the segment: checked through its consumers */
+    int64_t elements = stax_tensor_element_count(got);
+    size_t size = stax_dtype_size(got->dtype);
+    for (int64_t i = 0; i < elements; i++) {
+      double a = 0, b = 0;
+      bool mismatch;
+      if (jit_element(got, i, &a) && jit_element(want, i, &b))
+        mismatch = !(fabs(a - b) <= frame->tolerance * (1 + fabs(b))) && !(isnan(a) && isnan(b));
+      else
+        mismatch = memcmp((const char*)stax_tensor_data(got) + (size_t)i * size,
+                          (const char*)stax_tensor_data(want) + (size_t)i * size, size) != 0;
+      if (mismatch) {
+        status = stax_status_make(
+            STAX_INTERNAL,
+            "jit verify: segment %d, signature %016llx: output '%s' element %lld differs "
+            "(kernel %g, interpreter %g, tolerance %g)",
+            s, (unsigned long long)hash, stax_vm_register_name(ctx->program, regs[k]),
+            (long long)i, a, b, frame->tolerance);
+        break;
+      }
+    }
+  }
+  for (int32_t k = 0; k < n; k++) stax_tensor_release(results[k]);
+  free(results);
+  return status;
+}
+
+/* ---- statistics and sources ----------------------------------------------------------------- */
+
+int32_t stax_program_segment_count(const stax_program_t* program) {
+  return program ? program->segments_count : 0;
+}
+
+stax_status_t stax_program_jit_stats(const stax_program_t* program, int32_t segment,
+                                     stax_jit_segment_stats_t* out_stats) {
+  if (!program || !out_stats)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_program_jit_stats: NULL argument");
+  if (segment < 0 || segment >= program->segments_count)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "segment %d of %d", segment,
+                            program->segments_count);
+  memset(out_stats, 0, sizeof(*out_stats));
+  jit_cache* cache = atomic_load(&((stax_program_t*)program)->jit_cache);
+  if (!cache) return STAX_OK;
+  pthread_mutex_lock(&cache->lock);
+  *out_stats = cache->segments[segment].stats;
+  pthread_mutex_unlock(&cache->lock);
+  return STAX_OK;
+}
+
+stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out) {
+  stax_jit_segment_stats_t total = {0};
+  fprintf(out, "{\n  \"segments\": [");
+  for (int32_t s = 0; s < stax_program_segment_count(program); s++) {
+    stax_jit_segment_stats_t st;
+    STAX_RETURN_IF_ERROR(stax_program_jit_stats(program, s, &st));
+    fprintf(out,
+            "%s\n    {\"segment\": %d, \"entries\": %llu, \"hits\": %llu, \"misses\": %llu, "
+            "\"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
+            "\"compile_ms\": %.3f, \"versions\": %d, \"signatures\": %d}",
+            s ? "," : "", s, (unsigned long long)st.entries, (unsigned long long)st.hits,
+            (unsigned long long)st.misses, (unsigned long long)st.compiles,
+            (unsigned long long)st.failures, (unsigned long long)st.evictions, st.compile_ms,
+            st.versions, st.signatures);
+    total.entries += st.entries;
+    total.hits += st.hits;
+    total.misses += st.misses;
+    total.compiles += st.compiles;
+    total.failures += st.failures;
+    total.evictions += st.evictions;
+    total.compile_ms += st.compile_ms;
+  }
+  fprintf(out,
+          "\n  ],\n  \"total\": {\"entries\": %llu, \"hits\": %llu, \"misses\": %llu, "
+          "\"hit_rate\": %.4f, \"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
+          "\"compile_ms\": %.3f}\n}\n",
+          (unsigned long long)total.entries, (unsigned long long)total.hits,
+          (unsigned long long)total.misses,
+          total.entries ? (double)total.hits / (double)total.entries : 0.0,
+          (unsigned long long)total.compiles, (unsigned long long)total.failures,
+          (unsigned long long)total.evictions, total.compile_ms);
+  return STAX_OK;
+}
+
+void stax_vm_jit_keep_texts(stax_program_t* program) {
+  jit_cache* cache = stax_vm_jit_cache_get(program);
+  if (cache) cache->keep_texts = true;
+}
+
+stax_status_t stax_vm_jit_print_sources(stax_program_t* program, bool assembly, FILE* out) {
+  jit_cache* cache = atomic_load(&program->jit_cache);
+  int32_t printed = 0;
+  if (!cache) return stax_status_make(STAX_FAILED_PRECONDITION, "no segment was compiled");
+  pthread_mutex_lock(&cache->lock);
+  for (int32_t s = 0; s < cache->segment_count; s++) {
+    jit_segment* seg = &cache->segments[s];
+    if (seg->plan.state == PLAN_UNSUPPORTED)
+      fprintf(out, "; segment %d: interpreted (views, moves or no compute)\n", s);
+    for (int32_t v = 0; v < seg->version_count; v++) {
+      jit_version* ver = &seg->versions[v];
+      if (ver->state == VERSION_FAILED)
+        fprintf(out, "; segment %d: not compiled (the backend refused it; STAX_LOG=jit says why)\n", s);
+      if (ver->state != VERSION_READY) continue;
+      for (int32_t g = 0; g < seg->plan.group_count; g++) {
+        if (!ver->kernels[g]) {
+          fprintf(out, "; ---- segment %d, group %d of %d: interpreted (not fusible) ----\n", s,
+                  g + 1, seg->plan.group_count);
+          continue;
+        }
+        const char* text = assembly ? stax_jit_kernel_asm_text(ver->kernels[g])
+                                    : stax_jit_kernel_llvm_ir_text(ver->kernels[g], true);
+        fprintf(out, "; ---- segment %d, kernel %d of %d (%s) ----\n%s\n", s, g + 1,
+                seg->plan.group_count, stax_jit_kernel_name(ver->kernels[g]),
+                text ? text : "(no text kept)");
+        printed++;
+      }
+    }
+  }
+  pthread_mutex_unlock(&cache->lock);
+  if (!printed) fprintf(out, "; no kernel was compiled for these shapes\n");
+  return STAX_OK;
+}

@@ -1,0 +1,453 @@
+/* The JIT tier (src/vm/jit_tier.c): differential runs of JIT and interpreter over random shape
+ * sequences (alternating, growing, repeating) for each segment kind (elementwise chains, row
+ * kernels, MatMul + epilogue), LRU eviction with a version cap of 1 (kernels freed only when
+ * unused: no leak, no use after free under ASan), compile-failure fallback, verify mode, and
+ * four threads running while a background compiler works. Skipped without an LLVM backend. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "jit/jit.h"
+#include "test_vm_util.h"
+
+/* ---- programs -------------------------------------------------------------------------------- */
+
+static stax_graph_t* new_graph(void) {
+  stax_graph_t* g = NULL;
+  CHECK_OK(stax_graph_create(vm_alloc(), &g));
+  return g;
+}
+
+static stax_program_t* finish(stax_graph_t* g) {
+  stax_program_t* program = vm_compile(g);
+  stax_graph_destroy(g);
+  return program;
+}
+
+/* Elementwise chain over broadcasting: Sigmoid(Relu(x[B, S] * y[S] + c)) - Tanh(x). */
+static stax_program_t* build_elementwise(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[2] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 2, dims);
+  stax_value_id_t y = vm_input(g, "y", STAX_DTYPE_FLOAT32, 1, dims + 1);
+  float c_value = 0.25f;
+  int64_t one[1] = {1};
+  stax_value_id_t c = vm_initializer(g, "c", STAX_DTYPE_FLOAT32, 1, one, &c_value);
+  stax_value_id_t t = vm_binary(g, STAX_OP_Add, "add", vm_binary(g, STAX_OP_Mul, "mul", x, y), c);
+  stax_value_id_t s = vm_unary(g, STAX_OP_Sigmoid, "sigmoid", vm_unary(g, STAX_OP_Relu, "relu", t));
+  vm_output(g, vm_binary(g, STAX_OP_Sub, "sub", s, vm_unary(g, STAX_OP_Tanh, "tanh", x)));
+  return finish(g);
+}
+
+/* Row kernels: Softmax(x[B, S] + 1) and LayerNormalization(z[B, 16]). */
+static stax_program_t* build_rows(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[2] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64)};
+  const stax_dim_t* zdims[2] = {dims[0], vm_const(g, 16)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 2, dims);
+  stax_value_id_t z = vm_input(g, "z", STAX_DTYPE_FLOAT32, 2, zdims);
+  float one_value = 1.0f, gamma[16], beta[16];
+  for (int i = 0; i < 16; i++) {
+    gamma[i] = 1.0f + 0.05f * (float)i;
+    beta[i] = 0.1f * (float)(i % 3);
+  }
+  int64_t one[1] = {1}, sixteen[1] = {16};
+  stax_value_id_t c = vm_initializer(g, "one", STAX_DTYPE_FLOAT32, 1, one, &one_value);
+  stax_value_id_t gv = vm_initializer(g, "gamma", STAX_DTYPE_FLOAT32, 1, sixteen, gamma);
+  stax_value_id_t bv = vm_initializer(g, "beta", STAX_DTYPE_FLOAT32, 1, sixteen, beta);
+  stax_attr_t axis = stax_attr_int("axis", -1);
+  stax_value_id_t shifted = vm_binary(g, STAX_OP_Add, "shift", x, c);
+  vm_output(g, vm_node(g, STAX_OP_Softmax, "softmax", 1, &shifted, 1, &axis));
+  stax_attr_t ln_attrs[2] = {stax_attr_int("axis", -1), stax_attr_float("epsilon", 1e-5f)};
+  stax_value_id_t ln_inputs[3] = {z, gv, bv};
+  vm_output(g, vm_node(g, STAX_OP_LayerNormalization, "ln", 3, ln_inputs, 2, ln_attrs));
+  return finish(g);
+}
+
+/* MatMul + bias + Relu: x[B, S, 8] @ w[8, 12] + b[12]. */
+static stax_program_t* build_matmul(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[3] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64), vm_const(g, 8)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 3, dims);
+  float w[96], b[12];
+  for (int i = 0; i < 96; i++) w[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+  for (int i = 0; i < 12; i++) b[i] = 0.1f * (float)(i - 6);
+  int64_t w_dims[2] = {8, 12}, b_dims[1] = {12};
+  stax_value_id_t wv = vm_initializer(g, "w", STAX_DTYPE_FLOAT32, 2, w_dims, w);
+  stax_value_id_t bv = vm_initializer(g, "b", STAX_DTYPE_FLOAT32, 1, b_dims, b);
+  stax_value_id_t mm = vm_binary(g, STAX_OP_MatMul, "mm", x, wv);
+  vm_output(g, vm_unary(g, STAX_OP_Relu, "relu", vm_binary(g, STAX_OP_Add, "bias", mm, bv)));
+  return finish(g);
+}
+
+typedef enum { KIND_EW, KIND_ROWS, KIND_MM } kind_t;
+
+/* Inputs for (b, s) of a model kind; returns the input count. */
+static int32_t make_inputs(kind_t kind, vm_rng_t* rng, int64_t b, int64_t s, stax_tensor_t** in) {
+  if (kind == KIND_EW) {
+    int64_t xd[2] = {b, s}, yd[1] = {s};
+    in[0] = vm_random_f32(rng, 2, xd);
+    in[1] = vm_random_f32(rng, 1, yd);
+    return 2;
+  }
+  if (kind == KIND_ROWS) {
+    int64_t xd[2] = {b, s}, zd[2] = {b, 16};
+    in[0] = vm_random_f32(rng, 2, xd);
+    in[1] = vm_random_f32(rng, 2, zd);
+    return 2;
+  }
+  int64_t xd[3] = {b, s, 8};
+  in[0] = vm_random_f32(rng, 3, xd);
+  return 1;
+}
+
+static stax_program_t* build(kind_t kind) {
+  return kind == KIND_EW ? build_elementwise() : kind == KIND_ROWS ? build_rows() : build_matmul();
+}
+
+static stax_context_t* jit_context(stax_program_t* program, stax_jit_mode_t mode,
+                                   int32_t threshold, int32_t versions) {
+  stax_context_options_t options = {.jit = mode, .jit_threshold = threshold,
+                                    .jit_max_versions = versions};
+  stax_context_t* context = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &context));
+  return context;
+}
+
+/* Runs both contexts on the same inputs; true when every output agrees. */
+static bool run_both(stax_context_t* jit, stax_context_t* interp, int32_t n_in,
+                     stax_tensor_t** in, int32_t n_out) {
+  stax_tensor_t* a[4] = {0};
+  stax_tensor_t* b[4] = {0};
+  bool same = true;
+  stax_status_t sa = stax_context_run(jit, n_in, in, n_out, a);
+  stax_status_t sb = stax_context_run(interp, n_in, in, n_out, b);
+  CHECK_OK(sa);
+  CHECK_OK(sb);
+  for (int32_t o = 0; o < n_out && a[o] && b[o]; o++) {
+    int64_t n = stax_tensor_element_count(b[o]);
+    same = same && stax_tensor_element_count(a[o]) == n;
+    for (int64_t i = 0; same && i < n; i++) {
+      float x = vm_f32_at(a[o], i), y = vm_f32_at(b[o], i);
+      if (!(fabsf(x - y) <= 1e-4f * (1.0f + fabsf(y)))) {
+        fprintf(stderr, "output %d element %lld: jit %g, interpreter %g\n", o, (long long)i, x, y);
+        same = false;
+      }
+    }
+  }
+  for (int32_t o = 0; o < n_out; o++) {
+    if (a[o]) stax_tensor_release(a[o]);
+    if (b[o]) stax_tensor_release(b[o]);
+  }
+  return same;
+}
+
+static bool have_backend(void) {
+  stax_jit_backend_t* backend = NULL;
+  stax_status_t status = stax_jit_backend_get(&backend);
+  if (!status) return true;
+  fprintf(stderr, "skipped: no JIT backend (%s)\n", stax_status_message(status));
+  stax_status_free(status);
+  return false;
+}
+
+static void total_stats(const stax_program_t* program, stax_jit_segment_stats_t* total) {
+  memset(total, 0, sizeof(*total));
+  for (int32_t s = 0; s < stax_program_segment_count(program); s++) {
+    stax_jit_segment_stats_t st;
+    CHECK_OK(stax_program_jit_stats(program, s, &st));
+    total->entries += st.entries;
+    total->hits += st.hits;
+    total->misses += st.misses;
+    total->compiles += st.compiles;
+    total->failures += st.failures;
+    total->evictions += st.evictions;
+    total->versions += st.versions;
+  }
+}
+
+/* ---- cases ----------------------------------------------------------------------------------- */
+
+/* Shapes come from a small pool, so compiles stay few while sequences vary: alternating
+ * between two, growing through the pool, repeating one, and random picks. */
+static const int64_t pool_shapes[5][2] = {{3, 5}, {4, 17}, {1, 1}, {8, 33}, {2, 9}};
+
+static void pick_shape(int round, int pattern, vm_rng_t* rng, int64_t* b, int64_t* s) {
+  int index = 0;
+  switch (pattern) {
+    case 0: index = round % 2; break;                 /* alternating */
+    case 1: index = (round / 10) % 5; break;          /* growing, with repeats */
+    case 2: index = 3; break;                         /* repeating */
+    default: index = (int)vm_rng_range(rng, 0, 4);    /* random */
+  }
+  *b = pool_shapes[index][0];
+  *s = pool_shapes[index][1];
+}
+
+static void differential(kind_t kind) {
+  stax_program_t* program = build(kind);
+  /* The hook lives in the shared dispatch text: exercise both loops (rows: switch). */
+  stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 2,
+                                    .jit_max_versions = 8,
+                                    .dispatch = kind == KIND_ROWS ? STAX_DISPATCH_SWITCH
+                                                                  : STAX_DISPATCH_GOTO};
+  stax_context_t* jit = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &jit));
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  int32_t n_out = stax_program_output_count(program);
+  vm_rng_t rng = {0x1234567u + (uint64_t)kind};
+  int mismatches = 0;
+  for (int round = 0; round < 200; round++) {
+    int64_t b = 0, s = 0;
+    pick_shape(round, round / 50, &rng, &b, &s);
+    stax_tensor_t* in[2] = {0};
+    int32_t n_in = make_inputs(kind, &rng, b, s, in);
+    if (!run_both(jit, interp, n_in, in, n_out)) mismatches++;
+    for (int32_t i = 0; i < n_in; i++) stax_tensor_release(in[i]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK(total.compiles >= 1);
+  /* The backend may refuse a degenerate shape (a softmax over a broadcast axis of 1): that
+   * signature stays interpreted; the recurring others run kernels. */
+  CHECK(total.failures <= 1);
+  CHECK(total.hits > total.misses);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+static void test_differential_elementwise(void) {
+  if (have_backend()) differential(KIND_EW);
+}
+static void test_differential_rows(void) {
+  if (have_backend()) differential(KIND_ROWS);
+}
+static void test_differential_matmul(void) {
+  if (have_backend()) differential(KIND_MM);
+}
+
+/* Version cap 1, threshold 1, two alternating shapes: every call compiles and evicts the
+ * previous version; a second context holding the same program keeps running. No kernel may
+ * outlive the program (live_kernels returns to where it was). */
+static void test_eviction(void) {
+  if (!have_backend()) return;
+  uint64_t live_before = stax_jit_stats().live_kernels;
+  stax_program_t* program = build(KIND_EW);
+  stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 1);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {99};
+  int mismatches = 0;
+  for (int round = 0; round < 6; round++) {
+    stax_tensor_t* in[2] = {0};
+    make_inputs(KIND_EW, &rng, pool_shapes[round % 2][0], pool_shapes[round % 2][1], in);
+    if (!run_both(jit, interp, 2, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+    stax_tensor_release(in[1]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK(total.evictions >= 4);
+  CHECK(total.versions <= 1);
+  CHECK(total.hits >= 6);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+  CHECK_EQ_INT((int)(stax_jit_stats().live_kernels - live_before), 0);
+}
+
+/* A segment holding a group the backend refuses (Concat) and one it compiles (an elementwise
+ * chain): the version mixes a kernel with interpreted nodes. */
+static void test_mixed_plan(void) {
+  if (!have_backend()) return;
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[2] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 2, dims);
+  stax_value_id_t y = vm_input(g, "y", STAX_DTYPE_FLOAT32, 1, dims + 1);
+  stax_value_id_t pair[2] = {x, x};
+  stax_attr_t axis = stax_attr_int("axis", 1);
+  vm_output(g, vm_node(g, STAX_OP_Concat, "concat", 2, pair, 1, &axis));
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sig", vm_binary(g, STAX_OP_Mul, "mul", x, y)));
+  stax_program_t* program = finish(g);
+  stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 8);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {5};
+  int mismatches = 0;
+  for (int round = 0; round < 8; round++) {
+    stax_tensor_t* in[2] = {0};
+    make_inputs(KIND_EW, &rng, pool_shapes[round % 2][0], pool_shapes[round % 2][1], in);
+    if (!run_both(jit, interp, 2, in, 2)) mismatches++;
+    stax_tensor_release(in[0]);
+    stax_tensor_release(in[1]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK(total.compiles >= 2);
+  CHECK(total.hits >= 6);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* STAX_JIT_FAIL_COMPILE=1: every compile fails; results stay right, each signature fails once
+ * and is not retried. */
+static void test_compile_failure(void) {
+  if (!have_backend()) return;
+  setenv("STAX_JIT_FAIL_COMPILE", "1", 1);
+  stax_program_t* program = build(KIND_MM);
+  stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 8);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {7};
+  int mismatches = 0;
+  for (int round = 0; round < 10; round++) {
+    stax_tensor_t* in[1] = {0};
+    make_inputs(KIND_MM, &rng, pool_shapes[round % 2][0], pool_shapes[round % 2][1], in);
+    if (!run_both(jit, interp, 1, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  unsetenv("STAX_JIT_FAIL_COMPILE");
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT((int)total.failures, 2);
+  CHECK_EQ_INT((int)total.hits, 0);
+  CHECK_EQ_INT((int)total.compiles, 0);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* Verify mode runs kernel and interpreter on the same inputs and agrees on correct kernels. */
+static void test_verify_mode(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build(KIND_ROWS);
+  stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 1, .jit_verify = true};
+  stax_context_t* jit = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &jit));
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {11};
+  int mismatches = 0;
+  for (int round = 0; round < 6; round++) {
+    stax_tensor_t* in[2] = {0};
+    make_inputs(KIND_ROWS, &rng, pool_shapes[round % 2][0], pool_shapes[round % 2][1], in);
+    if (!run_both(jit, interp, 2, in, 2)) mismatches++;
+    stax_tensor_release(in[0]);
+    stax_tensor_release(in[1]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK(total.hits >= 4);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* With a tolerance far below float32 rounding, the kernel's float32 exp and the interpreter's
+ * double-precision libm path differ somewhere in a softmax: the first mismatch is an error
+ * that names the segment, the signature, the output and the element. */
+static void test_verify_mismatch(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build(KIND_ROWS);
+  stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 1, .jit_verify = true,
+                                    .jit_tolerance = 1e-30};
+  stax_context_t* jit = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &jit));
+  vm_rng_t rng = {13};
+  stax_status_t failure = STAX_OK;
+  for (int round = 0; round < 6 && !failure; round++) {
+    stax_tensor_t* in[2] = {0};
+    stax_tensor_t* out[2] = {0};
+    make_inputs(KIND_ROWS, &rng, 8, 33, in);
+    failure = stax_context_run(jit, 2, in, 2, out);
+    for (int k = 0; k < 2; k++) {
+      if (in[k]) stax_tensor_release(in[k]);
+      if (out[k]) stax_tensor_release(out[k]);
+    }
+  }
+  CHECK(failure != STAX_OK);
+  if (failure) {
+    const char* message = stax_status_message(failure);
+    CHECK(strstr(message, "jit verify: segment 0, signature ") != NULL);
+    CHECK(strstr(message, "element ") != NULL);
+    CHECK(strstr(message, "output '") != NULL);
+    stax_status_free(failure);
+  }
+  stax_context_destroy(jit);
+  stax_program_release(program);
+}
+
+/* Four threads, each with a background-JIT context and an interpreter context on one shared
+ * program, cycling through three shapes while the compiler thread works and evicts (cap 1):
+ * kernels evicted while another thread runs them are freed only after it lets go. */
+typedef struct thread_arg_t {
+  stax_program_t* program;
+  int index;
+  int mismatches;
+} thread_arg_t;
+
+static void* thread_main(void* p) {
+  thread_arg_t* arg = p;
+  stax_context_t* jit = jit_context(arg->program, STAX_JIT_BACKGROUND, 1, 1);
+  stax_context_t* interp = vm_context(arg->program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {1000u + (uint64_t)arg->index};
+  for (int round = 0; round < 40; round++) {
+    stax_tensor_t* in[1] = {0};
+    int shape = (round + arg->index) % 3;
+    make_inputs(KIND_MM, &rng, pool_shapes[shape][0], pool_shapes[shape][1], in);
+    if (!run_both(jit, interp, 1, in, 1)) arg->mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  return NULL;
+}
+
+static void test_threads_background(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build(KIND_MM);
+  pthread_t threads[4];
+  thread_arg_t args[4];
+  for (int t = 0; t < 4; t++) {
+    args[t] = (thread_arg_t){.program = program, .index = t};
+    CHECK_EQ_INT(pthread_create(&threads[t], NULL, thread_main, &args[t]), 0);
+  }
+  for (int t = 0; t < 4; t++) pthread_join(threads[t], NULL);
+  stax_program_jit_drain(program);
+  for (int t = 0; t < 4; t++) CHECK_EQ_INT(args[t].mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  /* Every signature was queued once at least (threshold 1); with a cap of 1, all but the last
+   * compiled version were evicted. */
+  CHECK(total.compiles >= 3);
+  CHECK(total.evictions + 1 >= total.compiles);
+  CHECK(total.versions <= 1);
+  CHECK_EQ_INT((int)total.entries, 160);
+  stax_program_release(program);
+}
+
+/* The JSON statistics name every segment and the totals. */
+static void test_stats_json(void) {
+  stax_program_t* program = build(KIND_EW);
+  char* text = NULL;
+  size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  CHECK(out != NULL);
+  if (out) {
+    CHECK_OK(stax_program_jit_stats_json(program, out));
+    fclose(out);
+    CHECK(strstr(text, "\"segments\"") != NULL);
+    CHECK(strstr(text, "\"hit_rate\"") != NULL);
+    free(text);
+  }
+  stax_jit_segment_stats_t st;
+  CHECK_ERROR(stax_program_jit_stats(program, -1, &st), STAX_INVALID_ARGUMENT, "segment");
+  stax_program_release(program);
+}
+
+STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),
+               STAX_TEST(test_differential_matmul), STAX_TEST(test_eviction),
+               STAX_TEST(test_mixed_plan), STAX_TEST(test_compile_failure), STAX_TEST(test_verify_mode), STAX_TEST(test_verify_mismatch),
+               STAX_TEST(test_threads_background), STAX_TEST(test_stats_json))
