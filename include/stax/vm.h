@@ -147,6 +147,12 @@ STAX_MUST_USE stax_status_t stax_program_jit_stats(const stax_program_t* program
 void stax_program_jit_drain(const stax_program_t* program);
 /* Writes every segment's statistics as JSON. */
 STAX_MUST_USE stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out);
+/* Makes kernels compiled from now on keep their generated code for inspection. */
+void stax_program_jit_keep_sources(stax_program_t* program);
+/* Writes the generated code (LLVM IR, or assembly) of every kernel compiled since
+ * stax_program_jit_keep_sources, segment by segment. */
+STAX_MUST_USE stax_status_t stax_program_jit_sources(stax_program_t* program, bool assembly,
+                                                     FILE* out);
 
 #ifdef __cplusplus
 }

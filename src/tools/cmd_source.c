@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "tools/cli.h"
-#include "vm/jit_tier.h"
 
 #define STAX_CLI_SOURCE_MAX_SHAPES 256
 
@@ -114,11 +113,11 @@ int stax_cli_source(int argc, char** argv) {
     }
   }
   /* Sync mode with threshold 1: every segment compiles during this one run. */
-  stax_vm_jit_keep_texts(model.program);
+  stax_program_jit_keep_sources(model.program);
   stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 1};
   status = stax_context_create(stax_allocator_system(), model.program, &options, &context);
   if (!status) status = stax_context_run(context, input_count, inputs, output_count, outputs);
-  if (!status) status = stax_vm_jit_print_sources(model.program, assembly, stdout);
+  if (!status) status = stax_program_jit_sources(model.program, assembly, stdout);
 cleanup:
   for (int32_t i = 0; inputs && i < input_count; i++)
     if (inputs[i]) stax_tensor_release(inputs[i]);

@@ -174,3 +174,11 @@ stax_status_t stax_vm_jit_print_sources(stax_program_t* program, bool assembly, 
   if (!printed) fprintf(out, "; no kernel was compiled for these shapes\n");
   return STAX_OK;
 }
+
+/* ---- public wrappers (include/stax/vm.h) --------------------------------------------------- */
+
+void stax_program_jit_keep_sources(stax_program_t* program) { stax_vm_jit_keep_texts(program); }
+
+stax_status_t stax_program_jit_sources(stax_program_t* program, bool assembly, FILE* out) {
+  return stax_vm_jit_print_sources(program, assembly, out);
+}
