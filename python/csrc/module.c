@@ -213,10 +213,12 @@ static PyMethodDef module_methods[] = {
     {"compile_program", (PyCFunction)(void (*)(void))stax_py_compile_program,
      METH_VARARGS | METH_KEYWORDS,
      "compile_program(graph, cls, static_variants=True, profile_points=True, "
-     "dispatch='default', profile_timing=False, call_mode=0) -> cls instance"},
+     "dispatch='default', profile_timing=False, call_mode=0, jit=0) -> cls instance; jit: 0 off, "
+     "1 background, 2 sync"},
     {"load_program", (PyCFunction)(void (*)(void))stax_py_load_program,
      METH_VARARGS | METH_KEYWORDS,
-     "load_program(path_or_bytes, cls, dispatch='default', profile_timing=False, call_mode=0)"},
+     "load_program(path_or_bytes, cls, dispatch='default', profile_timing=False, call_mode=0, "
+     "jit=0)"},
     {"set_num_threads", module_set_num_threads, METH_O,
      "Sets the default thread pool's size; False when the pool already exists."},
     {"num_threads", module_num_threads, METH_NOARGS, "Threads in the default pool."},

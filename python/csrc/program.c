@@ -190,9 +190,18 @@ static int program_parse_dispatch(const char* text, stax_dispatch_mode_t* out) {
   return 0;
 }
 
+/* jit: 0 off, 1 background, 2 sync (stax_jit_mode_t). */
+static int program_check_jit(int jit) {
+  if (jit != STAX_JIT_OFF && jit != STAX_JIT_BACKGROUND && jit != STAX_JIT_SYNC) {
+    PyErr_Format(PyExc_ValueError, "bad jit mode %d (0 off, 1 background, 2 sync)", jit);
+    return -1;
+  }
+  return 0;
+}
+
 static PyObject* program_wrap(PyTypeObject* cls, stax_program_t* program, stax_graph_t* graph,
-                              const char* dispatch, int profile_timing, int call_mode) {
-  if (program_check_mode(call_mode) < 0) {
+                              const char* dispatch, int profile_timing, int call_mode, int jit) {
+  if (program_check_mode(call_mode) < 0 || program_check_jit(jit) < 0) {
     stax_program_release(program);
     return NULL;
   }
@@ -213,6 +222,9 @@ static PyObject* program_wrap(PyTypeObject* cls, stax_program_t* program, stax_g
   }
   self->options.profile_timing = profile_timing != 0;
   self->options.pool = NULL;
+  self->options.jit = (stax_jit_mode_t)jit;
+  /* Kernels compiled from now on keep their LLVM IR / assembly for Kernel.source. */
+  if (jit != STAX_JIT_OFF) stax_program_jit_keep_sources(program);
   self->call_mode = call_mode;
   return (PyObject*)self;
 }
@@ -220,13 +232,14 @@ static PyObject* program_wrap(PyTypeObject* cls, stax_program_t* program, stax_g
 PyObject* stax_py_compile_program(PyObject* module, PyObject* args, PyObject* kwargs) {
   (void)module;
   static char* keywords[] = {"graph", "cls", "static_variants", "profile_points", "dispatch",
-                             "profile_timing", "call_mode", NULL};
+                             "profile_timing", "call_mode", "jit", NULL};
   PyObject *graph_obj = NULL, *cls = NULL;
   int static_variants = 1, profile_points = 1, profile_timing = 0, call_mode = CALL_NUMPY;
+  int jit = STAX_JIT_OFF;
   const char* dispatch = "default";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|ppspi:compile_program", keywords,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|ppspii:compile_program", keywords,
                                    &graph_obj, &PyType_Type, &cls, &static_variants,
-                                   &profile_points, &dispatch, &profile_timing, &call_mode))
+                                   &profile_points, &dispatch, &profile_timing, &call_mode, &jit))
     return NULL;
   stax_graph_t* graph = stax_py_graph_handle(graph_obj);
   if (!graph) return NULL;
@@ -239,22 +252,25 @@ PyObject* stax_py_compile_program(PyObject* module, PyObject* args, PyObject* kw
   if (!status) status = stax_program_compile(program_alloc(), graph, &options, &program);
   Py_END_ALLOW_THREADS
   if (status) return stax_py_raise(status, NULL);
-  return program_wrap((PyTypeObject*)cls, program, graph, dispatch, profile_timing, call_mode);
+  return program_wrap((PyTypeObject*)cls, program, graph, dispatch, profile_timing, call_mode,
+                      jit);
 }
 
 /* load_program(path_or_bytes, cls, dispatch, profile_timing, call_mode) */
 PyObject* stax_py_load_program(PyObject* module, PyObject* args, PyObject* kwargs);
 PyObject* stax_py_load_program(PyObject* module, PyObject* args, PyObject* kwargs) {
   (void)module;
-  static char* keywords[] = {"source", "cls", "dispatch", "profile_timing", "call_mode", NULL};
+  static char* keywords[] = {"source", "cls", "dispatch", "profile_timing", "call_mode", "jit",
+                             NULL};
   PyObject *source = NULL, *cls = NULL;
   const char* dispatch = "default";
-  int profile_timing = 0, call_mode = CALL_NUMPY;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|spi:load_program", keywords, &source,
-                                   &PyType_Type, &cls, &dispatch, &profile_timing, &call_mode))
+  int profile_timing = 0, call_mode = CALL_NUMPY, jit = STAX_JIT_OFF;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|spii:load_program", keywords, &source,
+                                   &PyType_Type, &cls, &dispatch, &profile_timing, &call_mode,
+                                   &jit))
     return NULL;
 #ifndef STAX_PY_HAVE_PROGRAM_IO
-  (void)source, (void)cls, (void)dispatch, (void)profile_timing, (void)call_mode;
+  (void)source, (void)cls, (void)dispatch, (void)profile_timing, (void)call_mode, (void)jit;
   return stax_py_raise_code(STAX_UNIMPLEMENTED,
                             "this build of the stax library cannot load saved programs");
 #else
@@ -270,7 +286,8 @@ PyObject* stax_py_load_program(PyObject* module, PyObject* args, PyObject* kwarg
     Py_DECREF(path);
   }
   if (status) return stax_py_raise(status, NULL);
-  return program_wrap((PyTypeObject*)cls, program, NULL, dispatch, profile_timing, call_mode);
+  return program_wrap((PyTypeObject*)cls, program, NULL, dispatch, profile_timing, call_mode,
+                      jit);
 #endif
 }
 
@@ -630,6 +647,74 @@ static PyObject* program_counters(StaxProgramObject* self, PyObject* unused) {
   return result;
 }
 
+/* ---- JIT ------------------------------------------------------------------------------------ */
+
+/* [ {entries, hits, misses, compiles, failures, evictions, compile_ms, versions, signatures} ]
+ * per bytecode segment (the kernel cache belongs to the program: all contexts together). */
+static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
+  (void)unused;
+  int32_t count = stax_program_segment_count(self->program);
+  PyObject* list = PyList_New(count > 0 ? count : 0);
+  if (!list) return NULL;
+  for (int32_t s = 0; s < count; s++) {
+    stax_jit_segment_stats_t st;
+    memset(&st, 0, sizeof(st));
+    stax_status_t status = stax_program_jit_stats(self->program, s, &st);
+    if (status) {
+      Py_DECREF(list);
+      return stax_py_raise(status, "jit statistics");
+    }
+    PyObject* item = Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:i,s:i}", "entries", (unsigned long long)st.entries,
+        "hits", (unsigned long long)st.hits, "misses", (unsigned long long)st.misses,
+        "compiles", (unsigned long long)st.compiles, "failures",
+        (unsigned long long)st.failures, "evictions", (unsigned long long)st.evictions,
+        "compile_ms", st.compile_ms, "versions", (int)st.versions, "signatures",
+        (int)st.signatures);
+    if (!item) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, s, item);
+  }
+  return list;
+}
+
+/* jit_sources(assembly=False) -> str: the generated code of every kernel compiled so far. */
+static PyObject* program_jit_sources(StaxProgramObject* self, PyObject* args) {
+  int assembly = 0;
+  if (!PyArg_ParseTuple(args, "|p:jit_sources", &assembly)) return NULL;
+  char* text = NULL;
+  size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  if (!out) return PyErr_SetFromErrno(PyExc_OSError);
+  stax_status_t status;
+  Py_BEGIN_ALLOW_THREADS
+  status = stax_program_jit_sources(self->program, assembly != 0, out);
+  Py_END_ALLOW_THREADS
+  fclose(out);
+  if (status) {
+    free(text);
+    return stax_py_raise(status, "jit sources");
+  }
+  PyObject* result = PyUnicode_DecodeUTF8(text ? text : "", (Py_ssize_t)size, "replace");
+  free(text);
+  return result;
+}
+
+static PyObject* program_jit_drain(StaxProgramObject* self, PyObject* unused) {
+  (void)unused;
+  Py_BEGIN_ALLOW_THREADS
+  stax_program_jit_drain(self->program);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+static PyObject* program_get_jit_mode(StaxProgramObject* self, void* c) {
+  (void)c;
+  return PyLong_FromLong((long)self->options.jit);
+}
+
 #ifndef STAX_PY_HAVE_PROGRAM_IO
 static PyObject* program_save(StaxProgramObject* self, PyObject* arg) {
   (void)self, (void)arg;
@@ -708,6 +793,8 @@ static PyGetSetDef program_getset[] = {
     {"output_dtypes", (getter)program_output_dtypes, NULL, "Output dtype names.", NULL},
     {"output_readonly", (getter)program_get_output_readonly, NULL,
      "Per output: True when it is (a view of) a program constant, returned read-only.", NULL},
+    {"jit_mode", (getter)program_get_jit_mode, NULL,
+     "The JIT mode of this program's contexts: 0 off, 1 background, 2 sync.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -719,6 +806,12 @@ static PyMethodDef program_methods[] = {
      "disassemble(forms=3) -> str: 1 extended form, 2 compact form, 3 both."},
     {"counters", (PyCFunction)program_counters, METH_NOARGS,
      "Run and profiling counters summed over this program's execution contexts."},
+    {"jit_stats", (PyCFunction)program_jit_stats, METH_NOARGS,
+     "Per segment JIT statistics (a list of dicts), over all contexts."},
+    {"jit_sources", (PyCFunction)program_jit_sources, METH_VARARGS,
+     "jit_sources(assembly=False) -> str: LLVM IR (or assembly) of the compiled kernels."},
+    {"jit_drain", (PyCFunction)program_jit_drain, METH_NOARGS,
+     "Waits until the background JIT compiler's queue is empty."},
     {"save", (PyCFunction)program_save, METH_O, "save(path): writes the compiled program."},
     {"serialize", (PyCFunction)program_serialize, METH_NOARGS, "The compiled program as bytes."},
     {NULL, NULL, 0, NULL},

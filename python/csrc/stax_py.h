@@ -91,7 +91,7 @@ PyObject* stax_py_graph_new(stax_graph_t* graph);
 extern PyTypeObject StaxProgram_Type;
 int stax_py_program_init_type(PyObject* module);
 /* compile_program(graph, cls, static_variants, profile_points, dispatch, profile_timing,
- * call_mode) -> instance of cls (a subclass of Program). */
+ * call_mode, jit) -> instance of cls (a subclass of Program). */
 PyObject* stax_py_compile_program(PyObject* self, PyObject* args, PyObject* kwargs);
 
 #endif /* STAX_PYTHON_STAX_PY_H_ */

@@ -23,10 +23,29 @@ TensorInfo.__doc__ = ("An input or output of a kernel: name, dtype name and shap
 # of stax Tensors; always a tuple of arrays.
 _MODE_NUMPY, _MODE_DICT, _MODE_TENSOR, _MODE_TUPLE = 0, 1, 2, 3
 
-SOURCE_UNAVAILABLE = (
-    "stax has no JIT yet: every kernel runs in the bytecode interpreter, so there is no "
-    "generated source. Once the JIT lands, `source` returns the specialized kernel source "
-    "(LLVM IR / CUDA C) of the hot segments.")
+# compile(jit=...) / load(jit=...) -> stax_jit_mode_t (include/stax/vm.h).
+_JIT_MODES = {"off": 0, "on": 1, "background": 1, "sync": 2}
+_JIT_NAMES = {0: "off", 1: "on", 2: "sync"}
+
+SOURCE_JIT_OFF = (
+    "the JIT is off for this kernel (compiled with jit='off'): every segment runs in the "
+    "bytecode interpreter, so there is no generated source. Compile with jit='on' or 'sync'.")
+SOURCE_NOT_YET = (
+    "no kernel has been compiled yet: the JIT compiles a segment once it has seen the same "
+    "shapes a few times (background compiles may still be running; see Kernel.drain()).")
+SOURCE_NOT_KEPT = (
+    "the kernels compiled so far kept no text: the library's background compiler (jit='on') "
+    "does not keep LLVM IR or assembly yet, only compiles on the calling thread do. Compile "
+    "with jit='sync' to see the generated source.")
+_NO_TEXT = "(no text kept)"
+# Kept for code that imported it: the reason when the JIT is off.
+SOURCE_UNAVAILABLE = SOURCE_JIT_OFF
+
+
+def _jit_mode(jit):
+    if isinstance(jit, bool) or not isinstance(jit, str) or jit not in _JIT_MODES:
+        raise ValueError(f"jit must be 'on', 'sync' or 'off', not {jit!r}")
+    return _JIT_MODES[jit]
 
 _TARGETS = ("cpu",)
 
@@ -80,14 +99,53 @@ class Kernel(_C.Program):
         return self._graph_text
 
     @property
+    def jit(self):
+        """The JIT mode: 'on' (background compiles), 'sync' or 'off'."""
+        return _JIT_NAMES.get(self.jit_mode, "off")
+
+    def drain(self):
+        """Waits until the background JIT compiler has finished the compiles queued so far
+        (a no-op with jit='sync' or 'off'). Returns the kernel."""
+        if self.jit_mode:
+            self.jit_drain()
+        return self
+
+    def _compiled_kernels(self):
+        return sum(s["compiles"] for s in self.jit_stats())
+
+    def _jit_text(self, assembly):
+        if not self.jit_mode or not self._compiled_kernels():
+            return None
+        text = self.jit_sources(assembly)
+        # Kernels that kept no text (background compiles) leave only headers: no source.
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(";")]
+        if all(ln == _NO_TEXT for ln in lines):
+            return None
+        return text
+
+    @property
     def source(self):
-        """The JIT-generated kernel source. Always None for now: stax has no JIT yet (see
-        ``source_unavailable_reason``)."""
-        return None
+        """The LLVM IR the JIT generated for the shapes seen so far, segment by segment (a
+        comment line heads every kernel), or None when the JIT is off or nothing was compiled
+        yet (``source_unavailable_reason`` says which). With jit='on' compiles run in the
+        background: call ``drain()`` first to see them."""
+        return self._jit_text(False)
+
+    @property
+    def source_asm(self):
+        """Like ``source``, as the machine assembly of the compiled kernels."""
+        return self._jit_text(True)
 
     @property
     def source_unavailable_reason(self):
-        return SOURCE_UNAVAILABLE
+        """Why ``source`` is None (None when it is not)."""
+        if not self.jit_mode:
+            return SOURCE_JIT_OFF
+        if not self._compiled_kernels():
+            return SOURCE_NOT_YET
+        if self._jit_text(False) is None:
+            return SOURCE_NOT_KEPT
+        return None
 
     @property
     def stats(self):
@@ -98,13 +156,22 @@ class Kernel(_C.Program):
         * instruction_counts: executions per bytecode instruction (its index in the
           disassembly), summed over contexts; instruction_nanos: time per instruction when the
           kernel was compiled with profile_timing=True, else None;
-        * segment_counts: entries per bytecode segment (what the JIT will read to find hot
-          code);
-        * hits, misses, compiles, compile_time_s: JIT specialization cache statistics, 0 until
-          the JIT exists (the keys stay; the JIT fills them in); jit: False.
+        * segment_counts: entries per bytecode segment (what the JIT reads to find hot code);
+        * jit: True when the JIT is on (jit='on' or 'sync'); jit_mode: 'on', 'sync' or 'off';
+        * hits, misses, compiles, failures, evictions, compile_time_s: JIT kernel cache
+          statistics summed over segments (hits: segment entries run by a compiled kernel;
+          misses: entries interpreted; compile_time_s: total compile time), all 0 with
+          jit='off';
+        * jit_segments: the same per segment, a list of dicts (entries, hits, misses,
+          compiles, failures, evictions, compile_ms, versions, signatures).
         """
         counters = self.counters()
-        counters.update(hits=0, misses=0, compiles=0, compile_time_s=0.0, jit=False)
+        segments = self.jit_stats()
+        totals = {key: sum(s[key] for s in segments)
+                  for key in ("hits", "misses", "compiles", "failures", "evictions")}
+        counters.update(totals)
+        counters.update(compile_time_s=sum(s["compile_ms"] for s in segments) / 1000.0,
+                        jit=bool(self.jit_mode), jit_mode=self.jit, jit_segments=segments)
         return counters
 
     def save(self, path):
@@ -139,7 +206,7 @@ def _check_target(target):
 
 
 def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile=True,  # noqa: A001
-            dispatch="default", profile_timing=False):
+            dispatch="default", profile_timing=False, jit="on"):
     """Compiles expressions into a :class:`Kernel`.
 
     outputs: an expression, or a list/tuple of them (the kernel then returns a tuple).
@@ -147,8 +214,12 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     order they were created. static_variants / profile: compile options (static opcode variants
     where all shapes are known; profile points at segment entries). dispatch: 'default',
     'switch' or 'goto'. profile_timing: time every instruction (see Kernel.stats).
+    jit: 'on' (default; hot segments are compiled to native code on a background thread while
+    the interpreter keeps running, like ``stax run``), 'sync' (compile on the calling thread,
+    deterministic) or 'off' (interpret only).
     """
     _check_target(target)
+    jit_mode = _jit_mode(jit)
     single = isinstance(outputs, Expr)
     output_list = [outputs] if single else list(outputs)
     if not output_list:
@@ -161,7 +232,7 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     mode = _MODE_NUMPY if single else _MODE_TUPLE
     kernel = _C.compile_program(graph, Kernel, static_variants=static_variants,
                                 profile_points=profile, dispatch=dispatch,
-                                profile_timing=profile_timing, call_mode=mode)
+                                profile_timing=profile_timing, call_mode=mode, jit=jit_mode)
     return _finish(kernel, target, graph_text, mode)
 
 
@@ -173,23 +244,28 @@ def run(kernel, inputs, *, numpy=True):
 
 
 def load(source, *, symbols=None, dims_may_be_zero=False, target="cpu", static_variants=True,
-         profile=True, dispatch="default", profile_timing=False):
+         profile=True, dispatch="default", profile_timing=False, jit="on"):
     """Loads an ONNX model (a path or the file's bytes) and compiles it into a :class:`Model`.
 
     symbols: {dim_param name: int} fixes named dims to values; dims_may_be_zero: symbols for
-    dim_params get the range [0, inf) instead of [1, inf).
+    dim_params get the range [0, inf) instead of [1, inf). jit: 'on', 'sync' or 'off' (see
+    :func:`compile`).
     """
     _check_target(target)
+    jit_mode = _jit_mode(jit)
     graph = _C.import_onnx(source, symbols=symbols, dims_may_be_zero=dims_may_be_zero)
     graph_text = graph.dump()
     model = _C.compile_program(graph, Model, static_variants=static_variants,
                                profile_points=profile, dispatch=dispatch,
-                               profile_timing=profile_timing, call_mode=_MODE_DICT)
+                               profile_timing=profile_timing, call_mode=_MODE_DICT,
+                               jit=jit_mode)
     return _finish(model, target, graph_text, _MODE_DICT)
 
 
-def load_program(source, *, dispatch="default", profile_timing=False):
-    """Loads a program saved with Kernel.save (a path or bytes) as a Kernel."""
+def load_program(source, *, dispatch="default", profile_timing=False, jit="on"):
+    """Loads a program saved with Kernel.save (a path or bytes) as a Kernel. jit: see
+    :func:`compile`."""
+    jit_mode = _jit_mode(jit)
     kernel = _C.load_program(source, Kernel, dispatch=dispatch, profile_timing=profile_timing,
-                             call_mode=_MODE_NUMPY)
+                             call_mode=_MODE_NUMPY, jit=jit_mode)
     return _finish(kernel, "cpu", None, _MODE_NUMPY)

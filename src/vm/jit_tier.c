@@ -584,11 +584,12 @@ static void* jit_thread_main(void* arg) {
     cache->head = job->next;
     if (!cache->head) cache->tail = NULL;
     cache->busy++;
+    bool keep_texts = cache->keep_texts; /* read under the lock; stax source / k.source */
     pthread_mutex_unlock(&cache->lock);
     stax_jit_kernel_t** kernels = calloc((size_t)job->group_count, sizeof(*kernels));
     double ms = 0;
     stax_status_t status =
-        kernels ? jit_compile(job->descs, job->group_count, false, kernels, &ms)
+        kernels ? jit_compile(job->descs, job->group_count, keep_texts, kernels, &ms)
                 : stax_status_make(STAX_OUT_OF_MEMORY, "jit: kernels");
     pthread_mutex_lock(&cache->lock);
     jit_finish(cache, job->segment, job->hash, job->sig, job->sig_count, kernels, status, ms,
@@ -677,9 +678,10 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     double ms = 0;
     int32_t group_count = plan->group_count;
     if (sig) memcpy(sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
+    bool keep_texts = cache->keep_texts;
     /* Unlocked while compiling: other contexts keep interpreting; ver may move. */
     pthread_mutex_unlock(&cache->lock);
-    status = sig && kernels ? jit_compile(descs, group_count, cache->keep_texts, kernels, &ms)
+    status = sig && kernels ? jit_compile(descs, group_count, keep_texts, kernels, &ms)
                             : stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile");
     pthread_mutex_lock(&cache->lock);
     if (sig) {

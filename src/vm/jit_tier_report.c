@@ -138,7 +138,10 @@ stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* o
 
 void stax_vm_jit_keep_texts(stax_program_t* program) {
   jit_cache* cache = stax_vm_jit_cache_get(program);
-  if (cache) cache->keep_texts = true;
+  if (!cache) return;
+  pthread_mutex_lock(&cache->lock);
+  cache->keep_texts = true;
+  pthread_mutex_unlock(&cache->lock);
 }
 
 stax_status_t stax_vm_jit_print_sources(stax_program_t* program, bool assembly, FILE* out) {

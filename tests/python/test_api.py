@@ -371,22 +371,26 @@ def test_inputs_order_names_and_calls():
 def test_kernel_description():
     S = stax.symbol("S", max=100)
     x = stax.placeholder([S, 4], name="x")
-    k = stax.compile(stax.relu(x) + 1, profile_timing=True)
+    # jit='off': every instruction runs in the interpreter, so the counts below are exact
+    # (test_api_jit.py covers the JIT's source and statistics).
+    k = stax.compile(stax.relu(x) + 1, profile_timing=True, jit="off")
     assert k.inputs == [stax.TensorInfo("x", "float32", ("S", 4))]
     assert k.outputs[0].shape == ("S", 4)
     text = k.bytecode
     assert "instructions (extended form)" in text and "compact form" in text
     assert "Relu" in text
     assert k.disassemble("extended") != k.disassemble("compact")
-    assert k.source is None and "no JIT" in k.source_unavailable_reason
+    assert k.source is None and "JIT is off" in k.source_unavailable_reason
     assert "x: float32[S, 4]" in k.graph
     assert k.target == "cpu" and "stax.Kernel" in repr(k)
     for n in (1, 2, 3):
         k(rand(n, 4))
     stats = k.stats
     for key in ("runs", "failed_runs", "contexts", "instruction_counts", "instruction_nanos",
-                "segment_counts", "hits", "misses", "compiles", "compile_time_s"):
+                "segment_counts", "hits", "misses", "compiles", "failures", "evictions",
+                "compile_time_s", "jit", "jit_mode", "jit_segments"):
         assert key in stats
+    assert stats["jit"] is False and stats["jit_mode"] == "off"
     assert stats["runs"] == 3 and stats["failed_runs"] == 0
     assert stats["hits"] == stats["misses"] == stats["compiles"] == 0
     assert stats["compile_time_s"] == 0.0
