@@ -356,10 +356,6 @@ static stax_binary_row_fn binary_row_for(binary_kind_t kind, stax_dtype_t dtype)
 
 /* ---- kernels ----------------------------------------------------------------------------- */
 
-static bool is_half_float(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
 /* Reads inputs 0 and 1, which must be present. */
 static stax_status_t binary_inputs(const stax_kernel_call_t* call, stax_tensor_t** out_a,
                                    stax_tensor_t** out_b) {
@@ -401,7 +397,7 @@ static stax_status_t binary_kernel(stax_kernel_call_t* call, binary_kind_t kind,
   stax_tensor_t *a = NULL, *b = NULL;
   STAX_RETURN_IF_ERROR(binary_inputs(call, &a, &b));
   STAX_RETURN_IF_ERROR(require_same_dtype(call, a, b));
-  stax_dtype_t compute = is_half_float(a->dtype) ? STAX_DTYPE_FLOAT32 : a->dtype;
+  stax_dtype_t compute = stax_dtype_is_half(a->dtype) ? STAX_DTYPE_FLOAT32 : a->dtype;
   stax_binary_row_fn fn = binary_row_for(kind, compute);
   if (!fn)
     return stax_kernel_error(call, STAX_DTYPE_MISMATCH, "input dtype %s is not supported",
@@ -469,7 +465,7 @@ stax_status_t stax_kernel_Pow(stax_kernel_call_t* call) {
   stax_dtype_t compute;
   if (stax_dtype_is_float(a->dtype)) {
     bool narrow_base = a->dtype != STAX_DTYPE_FLOAT64;
-    bool narrow_exponent = b->dtype == STAX_DTYPE_FLOAT32 || is_half_float(b->dtype) ||
+    bool narrow_exponent = b->dtype == STAX_DTYPE_FLOAT32 || stax_dtype_is_half(b->dtype) ||
                            (stax_dtype_is_integer(b->dtype) && stax_dtype_size(b->dtype) <= 2);
     compute = narrow_base && narrow_exponent ? STAX_DTYPE_FLOAT32 : STAX_DTYPE_FLOAT64;
   } else {
@@ -491,7 +487,7 @@ stax_status_t stax_kernel_PRelu(stax_kernel_call_t* call) {
   stax_tensor_t *x = NULL, *slope = NULL;
   STAX_RETURN_IF_ERROR(binary_inputs(call, &x, &slope));
   STAX_RETURN_IF_ERROR(require_same_dtype(call, x, slope));
-  stax_dtype_t compute = is_half_float(x->dtype) ? STAX_DTYPE_FLOAT32 : x->dtype;
+  stax_dtype_t compute = stax_dtype_is_half(x->dtype) ? STAX_DTYPE_FLOAT32 : x->dtype;
   stax_binary_row_fn fn = binary_row_for(BINARY_PRELU, compute);
   if (!fn)
     return stax_kernel_error(call, STAX_DTYPE_MISMATCH, "input dtype %s is not supported",

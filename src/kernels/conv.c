@@ -158,34 +158,8 @@ stax_status_t stax_window_forward(const stax_kernel_call_t* call, stax_window_t*
 
 /* ---- the plan ---------------------------------------------------------------------------- */
 
-static bool is_half(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
-static void* first_element(const stax_tensor_t* t) {
-  return (char*)stax_buffer_data(t->buffer) + t->offset * (int64_t)stax_dtype_size(t->dtype);
-}
-
-/* Merges dims [first, rank) into one stride when the view allows it. */
-static bool merge_trailing(const stax_tensor_t* t, int32_t first, int64_t* out_stride) {
-  int64_t stride = 0, extent = 1;
-  bool seen = false;
-  for (int32_t d = t->rank - 1; d >= first; d--) {
-    if (t->dims[d] == 1) continue;
-    if (!seen) {
-      stride = t->strides[d];
-      seen = true;
-    } else if (t->strides[d] != stride * extent) {
-      return false;
-    }
-    extent *= t->dims[d];
-  }
-  *out_stride = seen ? stride : 1;
-  return true;
-}
-
 static double element_as_double(const stax_tensor_t* t, int64_t index) {
-  const void* base = first_element(t);
+  const void* base = stax_tensor_data(t);
   int64_t at = index * (t->rank ? t->strides[0] : 0);
   switch (t->dtype) {
     case STAX_DTYPE_FLOAT16:
@@ -323,12 +297,12 @@ static void conv_item(const conv_plan_t* p, int64_t item, char* slot) {
   char* workspace = slot + p->col_bytes;
   float* product = (float*)(workspace + p->workspace_bytes); /* halves only */
   stax_gemm_operand_t a = {p->w->dtype, NULL, p->w_row_stride, p->w_col_stride};
-  a.data = (const char*)first_element(p->w) +
+  a.data = (const char*)stax_tensor_data(p->w) +
            g * p->mg * p->w_row_stride * (int64_t)stax_dtype_size(p->w->dtype);
-  const char* x_base = (const char*)first_element(x) +
+  const char* x_base = (const char*)stax_tensor_data(x) +
                        (n * x->strides[0] + g * p->cg * x->strides[1]) * (int64_t)x_size;
   const int64_t y_base = n * y->strides[0] + g * p->mg * y->strides[1];
-  const bool half = is_half(y->dtype);
+  const bool half = stax_dtype_is_half(y->dtype);
   for (int64_t q0 = 0; q0 < p->outer_count; q0 += p->chunk_rows) {
     const int64_t q1 = q0 + p->chunk_rows < p->outer_count ? q0 + p->chunk_rows : p->outer_count;
     const int64_t columns = (q1 - q0) * p->last_size, first = q0 * p->last_size;
@@ -342,13 +316,13 @@ static void conv_item(const conv_plan_t* p, int64_t item, char* slot) {
       stax_parallel_for(p->inner_pool, p->kdim, grain, im2col_for(x->dtype), &t);
       b = (stax_gemm_operand_t){p->compute_dtype, col, columns, 1};
     }
-    void* c = half ? (void*)product : (char*)first_element(y) + (y_base + first) * (int64_t)y_size;
+    void* c = half ? (void*)product : (char*)stax_tensor_data(y) + (y_base + first) * (int64_t)y_size;
     int64_t c_row_stride = half ? columns : y->strides[1];
     if (p->bias) fill_bias(p, g, c, c_row_stride, columns);
     stax_gemm_run(p->compute_dtype, workspace, p->inner_pool, p->mg, columns, p->kdim, 1.0, &a, &b,
                   p->bias ? 1.0 : 0.0, c, c_row_stride, 1);
     if (half) {
-      uint16_t* target = (uint16_t*)first_element(y) + y_base + first;
+      uint16_t* target = (uint16_t*)stax_tensor_data(y) + y_base + first;
       bool bf16 = y->dtype == STAX_DTYPE_BFLOAT16;
       for (int64_t m = 0; m < p->mg; m++) {
         for (int64_t j = 0; j < columns; j++) {
@@ -385,9 +359,9 @@ static void conv_slots(void* opaque, int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; item++) {                                        \
       const int64_t n = item / channels, m = item % channels, g = m / p->mg;                \
       const elem_t* plane =                                                                 \
-          (const elem_t*)first_element(x) + n * x->strides[0] + g * x->strides[1];          \
-      elem_t* out = (elem_t*)first_element(y) + n * y->strides[0] + m * y->strides[1];      \
-      const elem_t* filter = (const elem_t*)first_element(wt) + m * wt->strides[0];         \
+          (const elem_t*)stax_tensor_data(x) + n * x->strides[0] + g * x->strides[1];          \
+      elem_t* out = (elem_t*)stax_tensor_data(y) + n * y->strides[0] + m * y->strides[1];      \
+      const elem_t* filter = (const elem_t*)stax_tensor_data(wt) + m * wt->strides[0];         \
       elem_t bias = p->bias ? (elem_t)element_as_double(p->bias, m) : 0;                    \
       for (int64_t i = 0; i < p->positions; i++) out[i] = bias;                             \
       for (int64_t tap = 0; tap < p->kernel_size; tap++) {                                  \
@@ -552,7 +526,7 @@ stax_status_t stax_kernel_Conv(stax_kernel_call_t* call) {
   stax_status_t status = STAX_OK;
   stax_tensor_t* w_copy = NULL;
 
-  if (plan.cg == 1 && plan.mg <= 4 && !is_half(x->dtype) && plan.kernel_size > 1) {
+  if (plan.cg == 1 && plan.mg <= 4 && !stax_dtype_is_half(x->dtype) && plan.kernel_size > 1) {
     const int64_t items = x->dims[0] * out_channels;
     int64_t grain = plan.positions * plan.kernel_size >= 65536
                         ? 1
@@ -562,14 +536,14 @@ stax_status_t stax_kernel_Conv(stax_kernel_call_t* call) {
     return STAX_OK;
   }
 
-  if (!merge_trailing(w, 1, &plan.w_col_stride)) {
+  if (!stax_kernel_merge_trailing(w, 1, &plan.w_col_stride)) {
     STAX_GOTO_IF_ERROR(status, stax_tensor_copy(call->allocator, w, &w_copy), cleanup,
                        "Conv node '%s': contiguous copy of the weights", call->node->name);
     plan.w = w_copy;
     plan.w_col_stride = 1;
   }
   plan.w_row_stride = plan.w->strides[0];
-  plan.pointwise = unit && merge_trailing(x, 2, &plan.x_spatial_stride);
+  plan.pointwise = unit && stax_kernel_merge_trailing(x, 2, &plan.x_spatial_stride);
 
   plan.chunk_rows = plan.outer_count;
   if (!plan.pointwise) {
@@ -585,7 +559,7 @@ stax_status_t stax_kernel_Conv(stax_kernel_call_t* call) {
       stax_gemm_workspace_size(plan.compute_dtype, plan.mg, chunk_columns, plan.kdim);
   plan.workspace_bytes = (plan.workspace_bytes + 63) / 64 * 64;
   plan.slot_bytes = plan.col_bytes + plan.workspace_bytes +
-                    (is_half(x->dtype) ? (size_t)(plan.mg * chunk_columns) * sizeof(float) : 0);
+                    (stax_dtype_is_half(x->dtype) ? (size_t)(plan.mg * chunk_columns) * sizeof(float) : 0);
   plan.slot_bytes = (plan.slot_bytes + 63) / 64 * 64;
   if (plan.slot_bytes == 0) plan.slot_bytes = 64;
 

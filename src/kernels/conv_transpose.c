@@ -20,31 +20,6 @@
 #define CONV_TRANSPOSE_COL_TARGET (1 << 20)
 #define CONV_TRANSPOSE_SMALL_ITEM (1 << 20)
 
-static bool is_half(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
-static void* first_element(const stax_tensor_t* t) {
-  return (char*)stax_buffer_data(t->buffer) + t->offset * (int64_t)stax_dtype_size(t->dtype);
-}
-
-static bool merge_trailing(const stax_tensor_t* t, int32_t first, int64_t* out_stride) {
-  int64_t stride = 0, extent = 1;
-  bool seen = false;
-  for (int32_t d = t->rank - 1; d >= first; d--) {
-    if (t->dims[d] == 1) continue;
-    if (!seen) {
-      stride = t->strides[d];
-      seen = true;
-    } else if (t->strides[d] != stride * extent) {
-      return false;
-    }
-    extent *= t->dims[d];
-  }
-  *out_stride = seen ? stride : 1;
-  return true;
-}
-
 typedef struct transpose_plan_t {
   const stax_tensor_t* x; /* the input, or a contiguous copy */
   const stax_tensor_t* w; /* the weight, or a contiguous copy */
@@ -121,7 +96,7 @@ CONV_TRANSPOSE_COL2IM(col2im_f64, double)
 /* ---- items ------------------------------------------------------------------------------- */
 
 static double bias_value(const stax_tensor_t* bias, int64_t m) {
-  const void* base = first_element(bias);
+  const void* base = stax_tensor_data(bias);
   int64_t at = m * bias->strides[0];
   switch (bias->dtype) {
     case STAX_DTYPE_FLOAT16:
@@ -136,14 +111,14 @@ static double bias_value(const stax_tensor_t* bias, int64_t m) {
 static void transpose_item(const transpose_plan_t* p, int64_t item, char* slot) {
   const int64_t n = item / p->group, g = item % p->group;
   const stax_tensor_t *x = p->x, *w = p->w, *y = p->y;
-  const bool half = is_half(y->dtype);
+  const bool half = stax_dtype_is_half(y->dtype);
   char* col = slot;
   char* workspace = slot + p->col_bytes;
   char* accumulator = workspace + p->workspace_bytes; /* halves only */
   /* Target planes: Y itself, or the float32 accumulator for halves. */
   const int64_t y_base = n * y->strides[0] + g * p->mg * y->strides[1];
   char* target =
-      half ? accumulator : (char*)first_element(y) + y_base * (int64_t)stax_dtype_size(y->dtype);
+      half ? accumulator : (char*)stax_tensor_data(y) + y_base * (int64_t)stax_dtype_size(y->dtype);
   const int64_t target_channel = half ? p->out_positions : y->strides[1];
   for (int64_t m = 0; m < p->mg; m++) {
     double value = p->bias ? bias_value(p->bias, g * p->mg + m) : 0.0;
@@ -157,10 +132,10 @@ static void transpose_item(const transpose_plan_t* p, int64_t item, char* slot) 
   }
   /* A = W[g]^T: rows (m, tap) of stride w_col_stride, columns c of stride W's dim 0. */
   stax_gemm_operand_t a = {w->dtype, NULL, p->w_col_stride, w->strides[0]};
-  a.data = (const char*)first_element(w) +
+  a.data = (const char*)stax_tensor_data(w) +
            g * p->cg * w->strides[0] * (int64_t)stax_dtype_size(w->dtype);
   const size_t x_size = stax_dtype_size(x->dtype);
-  const char* x_base = (const char*)first_element(x) +
+  const char* x_base = (const char*)stax_tensor_data(x) +
                        (n * x->strides[0] + g * p->cg * x->strides[1]) * (int64_t)x_size;
   const int64_t rows = p->mg * p->kernel_size;
   for (int64_t q0 = 0; q0 < p->outer_in; q0 += p->chunk_rows) {
@@ -176,7 +151,7 @@ static void transpose_item(const transpose_plan_t* p, int64_t item, char* slot) 
                       p->compute_dtype == STAX_DTYPE_FLOAT64 ? col2im_f64 : col2im_f32, &t);
   }
   if (half) {
-    uint16_t* out = (uint16_t*)first_element(y) + y_base;
+    uint16_t* out = (uint16_t*)stax_tensor_data(y) + y_base;
     const float* acc = (const float*)accumulator;
     bool bf16 = y->dtype == STAX_DTYPE_BFLOAT16;
     for (int64_t m = 0; m < p->mg; m++) {
@@ -346,13 +321,13 @@ stax_status_t stax_kernel_ConvTranspose(stax_kernel_call_t* call) {
   plan.outer_in = plan.last_in ? plan.in_positions / plan.last_in : 0;
   plan.compute_dtype = x->dtype == STAX_DTYPE_FLOAT64 ? STAX_DTYPE_FLOAT64 : STAX_DTYPE_FLOAT32;
   plan.compute_size = stax_dtype_size(plan.compute_dtype);
-  if (!merge_trailing(w, 1, &plan.w_col_stride)) {
+  if (!stax_kernel_merge_trailing(w, 1, &plan.w_col_stride)) {
     STAX_GOTO_IF_ERROR(status, stax_tensor_copy(call->allocator, w, &w_copy), cleanup,
                        "ConvTranspose node '%s': contiguous copy of the weights", call->node->name);
     plan.w = w_copy;
     plan.w_col_stride = 1;
   }
-  if (!merge_trailing(x, 2, &plan.x_spatial_stride)) {
+  if (!stax_kernel_merge_trailing(x, 2, &plan.x_spatial_stride)) {
     STAX_GOTO_IF_ERROR(status, stax_tensor_copy(call->allocator, x, &x_copy), cleanup,
                        "ConvTranspose node '%s': contiguous copy of the input", call->node->name);
     plan.x = x_copy;
@@ -372,7 +347,7 @@ stax_status_t stax_kernel_ConvTranspose(stax_kernel_call_t* call) {
       (stax_gemm_workspace_size(plan.compute_dtype, rows, chunk_columns, plan.cg) + 63) / 64 * 64;
   plan.slot_bytes =
       plan.col_bytes + plan.workspace_bytes +
-      (is_half(x->dtype) ? (size_t)(plan.mg * plan.out_positions) * sizeof(float) : 0);
+      (stax_dtype_is_half(x->dtype) ? (size_t)(plan.mg * plan.out_positions) * sizeof(float) : 0);
   plan.slot_bytes = (plan.slot_bytes + 63) / 64 * 64;
   if (plan.slot_bytes == 0) plan.slot_bytes = 64;
 

@@ -125,6 +125,23 @@ void stax_kernel_broadcast_strides(const stax_tensor_t* tensor, int32_t rank,
   }
 }
 
+bool stax_kernel_merge_trailing(const stax_tensor_t* t, int32_t first, int64_t* out_stride) {
+  int64_t stride = 0, extent = 1;
+  bool seen = false;
+  for (int32_t d = t->rank - 1; d >= first; d--) {
+    if (t->dims[d] == 1) continue;
+    if (!seen) {
+      stride = t->strides[d];
+      seen = true;
+    } else if (t->strides[d] != stride * extent) {
+      return false;
+    }
+    extent *= t->dims[d];
+  }
+  *out_stride = seen ? stride : 1;
+  return true;
+}
+
 /* Iterates rows [row_begin, row_end) of the outer index space (product of dims[0..rank-2]). */
 static void nd_rows_range(int32_t rank, const int64_t* dims, int32_t operand_count,
                           const int64_t* const* strides, const int64_t* base_offsets,

@@ -110,10 +110,6 @@ static matmul_integer_fn matmul_integer_for(stax_dtype_t dtype) {
 
 /* ---- the batch driver -------------------------------------------------------------------- */
 
-static bool is_half(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
 typedef struct matmul_plan_t {
   const stax_matrix_batch_t* a;
   const stax_matrix_batch_t* b;
@@ -139,7 +135,7 @@ static void matmul_one(const matmul_plan_t* plan, int64_t index, char* slot) {
   const int64_t m = out->rows, n = out->cols, k = a->cols;
   stax_gemm_operand_t a_operand = {a->dtype, element_at(a, a_offset), a->row_stride, a->col_stride};
   stax_gemm_operand_t b_operand = {b->dtype, element_at(b, b_offset), b->row_stride, b->col_stride};
-  if (!is_half(out->dtype)) {
+  if (!stax_dtype_is_half(out->dtype)) {
     stax_gemm_run(plan->compute_dtype, slot, plan->inner_pool, m, n, k, 1.0, &a_operand, &b_operand,
                   0.0, element_at(out, out_offset), out->row_stride, out->col_stride);
     return;
@@ -183,7 +179,7 @@ stax_status_t stax_matmul_batched(const stax_kernel_call_t* call, const stax_mat
     plan.integer = matmul_integer_for(out->dtype);
   } else if (out->dtype == STAX_DTYPE_FLOAT64) {
     plan.compute_dtype = STAX_DTYPE_FLOAT64;
-  } else if (out->dtype == STAX_DTYPE_FLOAT32 || is_half(out->dtype)) {
+  } else if (out->dtype == STAX_DTYPE_FLOAT32 || stax_dtype_is_half(out->dtype)) {
     plan.compute_dtype = STAX_DTYPE_FLOAT32;
   }
   if (!plan.integer && plan.compute_dtype != STAX_DTYPE_FLOAT32 &&
@@ -201,7 +197,7 @@ stax_status_t stax_matmul_batched(const stax_kernel_call_t* call, const stax_mat
   if (!plan.integer) {
     plan.workspace_bytes = stax_gemm_workspace_size(plan.compute_dtype, m, n, k);
     plan.slot_bytes = plan.workspace_bytes;
-    if (is_half(out->dtype)) plan.slot_bytes += (size_t)(m * n) * sizeof(float);
+    if (stax_dtype_is_half(out->dtype)) plan.slot_bytes += (size_t)(m * n) * sizeof(float);
     plan.slot_bytes = (plan.slot_bytes + 63) / 64 * 64;
   }
   size_t scratch_bytes = plan.slot_bytes * (size_t)plan.group_count;

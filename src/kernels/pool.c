@@ -35,10 +35,6 @@ typedef struct pool_box_t {
   int64_t padded; /* taps inside the padded input */
 } pool_box_t;
 
-static void* first_element(const stax_tensor_t* t) {
-  return (char*)stax_buffer_data(t->buffer) + t->offset * (int64_t)stax_dtype_size(t->dtype);
-}
-
 static void window_box(const stax_window_t* w, int64_t position, pool_box_t* box) {
   box->valid = box->padded = 1;
   for (int32_t d = w->spatial - 1; d >= 0; d--) {
@@ -93,10 +89,10 @@ static void window_box(const stax_window_t* w, int64_t position, pool_box_t* box
     for (int64_t plane = begin; plane < end; plane++) {                                       \
       const int64_t n = plane / p->channels, c = plane % p->channels;                         \
       const elem_t* in =                                                                      \
-          (const elem_t*)first_element(p->x) + n * p->x->strides[0] + c * p->x->strides[1];   \
-      elem_t* out = (elem_t*)first_element(p->y) + plane * p->out_positions;                  \
+          (const elem_t*)stax_tensor_data(p->x) + n * p->x->strides[0] + c * p->x->strides[1];   \
+      elem_t* out = (elem_t*)stax_tensor_data(p->y) + plane * p->out_positions;                  \
       int64_t* out_index =                                                                    \
-          p->indices ? (int64_t*)first_element(p->indices) + plane * p->out_positions : NULL; \
+          p->indices ? (int64_t*)stax_tensor_data(p->indices) + plane * p->out_positions : NULL; \
       const int64_t index_base = plane * p->in_plane;                                         \
       for (int64_t o = 0; o < p->out_positions; o++) {                                        \
         pool_box_t box;                                                                       \
@@ -155,8 +151,8 @@ static void store_float(stax_dtype_t dtype, void* base, int64_t i, double v) {
     for (int64_t plane = begin; plane < end; plane++) {                                     \
       const int64_t n = plane / p->channels, c = plane % p->channels;                       \
       const elem_t* in =                                                                    \
-          (const elem_t*)first_element(p->x) + n * p->x->strides[0] + c * p->x->strides[1]; \
-      void* out = first_element(p->y);                                                      \
+          (const elem_t*)stax_tensor_data(p->x) + n * p->x->strides[0] + c * p->x->strides[1]; \
+      void* out = stax_tensor_data(p->y);                                                      \
       for (int64_t o = 0; o < p->out_positions; o++) {                                      \
         pool_box_t box;                                                                     \
         window_box(&p->window, o, &box);                                                    \

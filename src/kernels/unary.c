@@ -362,10 +362,6 @@ static stax_status_t unary_params(const stax_kernel_call_t* call, unary_params_t
   }
 }
 
-static bool is_half_float(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
 static stax_status_t require_input(const stax_kernel_call_t* call, int32_t i,
                                    stax_tensor_t** out_tensor) {
   *out_tensor = stax_kernel_input(call, i);
@@ -380,7 +376,7 @@ static stax_status_t unary_apply(stax_kernel_call_t* call, const unary_params_t*
   STAX_RETURN_IF_ERROR(require_input(call, 0, &x));
   stax_op_t op = call->node->op;
   stax_dtype_t compute = x->dtype;
-  if (is_half_float(x->dtype)) compute = STAX_DTYPE_FLOAT32;
+  if (stax_dtype_is_half(x->dtype)) compute = STAX_DTYPE_FLOAT32;
   /* Shrink's thresholds are floats: integers go through float64 and truncate back. */
   if (op == STAX_OP_Shrink && stax_dtype_is_integer(x->dtype)) compute = STAX_DTYPE_FLOAT64;
   unary_row_fn fn = unary_row_for(op, gelu_tanh, compute);
@@ -451,7 +447,7 @@ UNARY_KERNEL(IsInf)
 stax_status_t stax_kernel_Clip(stax_kernel_call_t* call) {
   stax_tensor_t* x = NULL;
   STAX_RETURN_IF_ERROR(require_input(call, 0, &x));
-  stax_dtype_t compute = is_half_float(x->dtype) ? STAX_DTYPE_FLOAT32 : x->dtype;
+  stax_dtype_t compute = stax_dtype_is_half(x->dtype) ? STAX_DTYPE_FLOAT32 : x->dtype;
   unary_params_t params;
   memset(&params, 0, sizeof(params));
   const double infinity = (double)INFINITY;
