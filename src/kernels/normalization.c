@@ -8,9 +8,12 @@
  * InstanceNormalization(X, scale, B) does the same over X[2:] for every (n, c), with one
  * scale and bias per channel. BatchNormalization(X, scale, B, input_mean, input_var) uses the
  * given statistics per channel (dim 1): Y = (X - mean) / sqrt(var + epsilon) * scale + B.
- * training_mode = 1 (batch statistics, running averages) is UNIMPLEMENTED; in inference the
- * optional outputs running_mean / running_var, when a model lists them, are the inputs'
- * statistics unchanged.
+ * With training_mode = 1 (opset 14/15) mean and var are instead the batch statistics per
+ * channel over every axis but 1, var the population (biased) variance, and the optional
+ * outputs are running_mean = input_mean * momentum + mean * (1 - momentum) and
+ * running_var = input_var * momentum + var * (1 - momentum) (momentum default 0.9; the ONNX
+ * spec and reference use the same biased var here). In inference the optional outputs, when a
+ * model lists them, are the inputs' statistics unchanged.
  *
  * Numerics: everything runs in double whatever stash_type says (at least as accurate as the
  * float32 stash), with a two-pass mean and variance so large offsets do not cancel.
@@ -419,21 +422,91 @@ static void batch_norm_row(void* opaque, const int64_t* offsets, int64_t count) 
   }
 }
 
+/* Batch statistics (training_mode = 1): a serial walk over X, summing per channel. The first
+ * pass (deviation_of == NULL) adds x to sums[c]; the second adds (x - deviation_of[c])^2. */
+typedef struct batch_stats_ctx_t {
+  stax_dtype_t x_dtype;
+  const char* x_base;
+  int64_t x_size;
+  int64_t inner_x_stride, inner_channel_stride;
+  const double* deviation_of;
+  double* sums;
+} batch_stats_ctx_t;
+
+static void batch_stats_row(void* opaque, const int64_t* offsets, int64_t count) {
+  const batch_stats_ctx_t* c = opaque;
+  double values[NORM_CHUNK];
+  for (int64_t start = 0; start < count; start += NORM_CHUNK) {
+    int64_t n = count - start < NORM_CHUNK ? count - start : NORM_CHUNK;
+    stax_convert_strided(c->x_dtype,
+                         c->x_base + (offsets[0] + start * c->inner_x_stride) * c->x_size,
+                         c->inner_x_stride * c->x_size, STAX_DTYPE_FLOAT64, values,
+                         sizeof(double), n);
+    int64_t channel = offsets[1] + start * c->inner_channel_stride;
+    if (c->deviation_of) {
+      for (int64_t k = 0; k < n; k++, channel += c->inner_channel_stride) {
+        double d = values[k] - c->deviation_of[channel];
+        c->sums[channel] += d * d;
+      }
+    } else {
+      for (int64_t k = 0; k < n; k++, channel += c->inner_channel_stride)
+        c->sums[channel] += values[k];
+    }
+  }
+}
+
+/* Fills batch_mean and batch_var (channels values each) with X's per-channel mean and
+ * population variance over every axis but 1 (two passes, in double). */
+static void batch_statistics(const stax_tensor_t* x, double* batch_mean, double* batch_var) {
+  int64_t channels = x->dims[1];
+  int64_t per_channel = 1;
+  for (int32_t d = 0; d < x->rank; d++) {
+    if (d != 1) per_channel *= x->dims[d];
+  }
+  for (int64_t c = 0; c < channels; c++) batch_mean[c] = batch_var[c] = 0.0;
+  int64_t channel_strides[STAX_MAX_RANK] = {0};
+  channel_strides[1] = 1;
+  const int64_t* strides[2] = {x->strides, channel_strides};
+  int64_t base_offsets[2] = {x->offset, 0};
+  batch_stats_ctx_t ctx = {
+      .x_dtype = x->dtype,
+      .x_base = stax_buffer_data(x->buffer),
+      .x_size = (int64_t)stax_dtype_size(x->dtype),
+      .inner_x_stride = x->strides[x->rank - 1],
+      .inner_channel_stride = channel_strides[x->rank - 1],
+      .deviation_of = NULL,
+      .sums = batch_mean,
+  };
+  stax_nd_for_each_row(x->rank, x->dims, 2, strides, base_offsets, batch_stats_row, &ctx);
+  /* An empty batch (per_channel == 0) gives NaN statistics, as a mean over nothing does. */
+  for (int64_t c = 0; c < channels; c++) batch_mean[c] /= (double)per_channel;
+  ctx.deviation_of = batch_mean;
+  ctx.sums = batch_var;
+  stax_nd_for_each_row(x->rank, x->dims, 2, strides, base_offsets, batch_stats_row, &ctx);
+  for (int64_t c = 0; c < channels; c++) batch_var[c] /= (double)per_channel;
+}
+
+/* Writes `values` (out's dims[0] of them) into the rank-1 tensor `out`, any stride. */
+static void store_vector(stax_tensor_t* out, const double* values) {
+  int64_t stride = out->rank == 0 ? 0 : out->strides[0];
+  int64_t count = out->rank == 0 ? 1 : out->dims[0];
+  stax_convert_strided(STAX_DTYPE_FLOAT64, values, sizeof(double), out->dtype,
+                       element_address(out, out->offset),
+                       stride * (int64_t)stax_dtype_size(out->dtype), count);
+}
+
 stax_status_t stax_kernel_BatchNormalization(stax_kernel_call_t* call) {
   const stax_tensor_t* x = stax_kernel_input(call, 0);
   STAX_RETURN_IF_ERROR(check_channel_input(call, x));
   int64_t training_mode = 0;
-  float epsilon = 1e-5f;
+  float epsilon = 1e-5f, momentum = 0.9f;
   STAX_RETURN_IF_ERROR(stax_node_attr_int(call->node, "training_mode", 0, &training_mode));
   STAX_RETURN_IF_ERROR(stax_node_attr_float(call->node, "epsilon", 1e-5f, &epsilon));
-  if (training_mode != 0)
-    return stax_kernel_error(call, STAX_UNIMPLEMENTED,
-                             "training_mode = %lld (batch statistics) is not implemented; only "
-                             "inference is",
-                             (long long)training_mode);
+  STAX_RETURN_IF_ERROR(stax_node_attr_float(call->node, "momentum", 0.9f, &momentum));
+  bool training = training_mode != 0;
   int64_t channels = x->dims[1];
   size_t count = (size_t)(channels > 0 ? channels : 1);
-  size_t scratch_bytes = count * sizeof(double) * 4;
+  size_t scratch_bytes = count * sizeof(double) * 6;
   double* scratch = NULL;
   STAX_RETURN_IF_ERROR(stax_allocator_malloc(call->allocator, scratch_bytes, (void**)&scratch),
                        "%s node '%s': statistics", stax_op_name(call->node->op),
@@ -450,21 +523,40 @@ stax_status_t stax_kernel_BatchNormalization(stax_kernel_call_t* call) {
   stax_status_t status = STAX_OK;
   for (int32_t i = 0; i < 4 && status == STAX_OK; i++)
     status = read_channel_vector(call, i + 1, names[i], channels, targets[i]);
+  /* Training: normalize with the batch statistics; mean and var become the running averages
+   * (the optional outputs). */
+  double* batch_mean = scratch + 4 * count;
+  double* batch_var = scratch + 5 * count;
+  if (status == STAX_OK && training) {
+    batch_statistics(x, batch_mean, batch_var);
+    double keep = (double)momentum;
+    for (int64_t c = 0; c < channels; c++) {
+      mean[c] = mean[c] * keep + batch_mean[c] * (1.0 - keep);
+      var[c] = var[c] * keep + batch_var[c] * (1.0 - keep);
+    }
+  }
+  const double* norm_mean = training ? batch_mean : mean;
+  const double* norm_var = training ? batch_var : var;
   /* Fold the statistics: y = x * multiplier + addend (multiplier into scale, addend into B). */
   for (int64_t c = 0; status == STAX_OK && c < channels; c++) {
-    double multiplier = scale[c] / sqrt(var[c] + (double)epsilon);
-    bias[c] -= mean[c] * multiplier;
+    double multiplier = scale[c] / sqrt(norm_var[c] + (double)epsilon);
+    bias[c] -= norm_mean[c] * multiplier;
     scale[c] = multiplier;
   }
   stax_tensor_t* y = NULL;
   if (status == STAX_OK) status = stax_kernel_output(call, 0, x->dtype, x->rank, x->dims, &y);
-  /* Inference passes the running statistics through unchanged. */
+  /* Inference passes the running statistics through unchanged; training writes the updated
+   * running averages. */
   for (int32_t i = 1; i <= 2 && status == STAX_OK; i++) {
     if (!output_wanted(call, i)) continue;
     const stax_tensor_t* statistic = stax_kernel_input(call, i + 2);
     stax_tensor_t* out = NULL;
     status = stax_kernel_output(call, i, statistic->dtype, 1, statistic->dims, &out);
-    if (status == STAX_OK) status = stax_tensor_copy_into(statistic, out);
+    if (status != STAX_OK) break;
+    if (training)
+      store_vector(out, i == 1 ? mean : var);
+    else
+      status = stax_tensor_copy_into(statistic, out);
   }
   if (status == STAX_OK) {
     /* A third operand whose offset is the channel index: stride 1 on dim 1, 0 elsewhere. */

@@ -299,6 +299,154 @@ static void test_batch_norm(void) {
   stax_tensor_release(base);
 }
 
+/* Training mode reference: X is [N, C, inner] contiguous; per-channel mean and population
+ * variance over N and inner. */
+static void reference_batch_norm_training(const double* x, int64_t n_count, int64_t channels,
+                                          int64_t inner, const double* scale,
+                                          const double* bias, const double* input_mean,
+                                          const double* input_var, double epsilon,
+                                          double momentum, double* y, double* running_mean,
+                                          double* running_var) {
+  for (int64_t c = 0; c < channels; c++) {
+    double m = 0, v = 0, count = (double)(n_count * inner);
+    for (int64_t n = 0; n < n_count; n++)
+      for (int64_t k = 0; k < inner; k++) m += x[(n * channels + c) * inner + k];
+    m /= count;
+    for (int64_t n = 0; n < n_count; n++)
+      for (int64_t k = 0; k < inner; k++) {
+        double d = x[(n * channels + c) * inner + k] - m;
+        v += d * d;
+      }
+    v /= count;
+    for (int64_t n = 0; n < n_count; n++)
+      for (int64_t k = 0; k < inner; k++) {
+        int64_t i = (n * channels + c) * inner + k;
+        y[i] = (x[i] - m) / sqrt(v + epsilon) * scale[c] + bias[c];
+      }
+    running_mean[c] = input_mean[c] * momentum + m * (1 - momentum);
+    running_var[c] = input_var[c] * momentum + v * (1 - momentum);
+  }
+}
+
+static void test_batch_norm_training(void) {
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 4, &pool));
+  /* Shapes [N, C, D...]: rank 2, 3, 4 and 5, including N = 1 and C = 1. */
+  static const int64_t shapes[][5] = {
+      {4, 3}, {1, 5}, {2, 3, 2}, {2, 3, 4, 5}, {3, 1, 2, 3}, {2, 2, 3, 1, 4}, {5, 4, 7, 9}};
+  static const int32_t ranks[] = {2, 2, 3, 4, 4, 5, 4};
+  for (int s = 0; s < (int)(sizeof(ranks) / sizeof(ranks[0])); s++) {
+    int32_t rank = ranks[s];
+    const int64_t* dims = shapes[s];
+    int64_t channels = dims[1], inner = 1;
+    for (int32_t d = 2; d < rank; d++) inner *= dims[d];
+    int64_t total = dims[0] * channels * inner;
+    double* values = malloc((size_t)total * sizeof(double));
+    double* want = malloc((size_t)total * sizeof(double));
+    double* got = malloc((size_t)total * sizeof(double));
+    double scale[8], bias[8], mean[8], var[8], want_mean[8], want_var[8], got_c[8];
+    /* A large offset checks the two-pass variance. */
+    for (int64_t i = 0; i < total; i++) values[i] = random_value() + (s == 6 ? 1000.0 : 0.0);
+    for (int64_t c = 0; c < channels; c++) {
+      scale[c] = random_value();
+      bias[c] = random_value();
+      mean[c] = random_value();
+      var[c] = fabs(random_value()) + 0.5;
+    }
+    const int64_t c_dims[] = {channels};
+    for (int t = 0; t < 2; t++) {
+      stax_dtype_t dtype = t ? STAX_DTYPE_FLOAT64 : STAX_DTYPE_FLOAT32;
+      /* Round the inputs to the dtype so the reference sees the same values. */
+      stax_tensor_t* inputs[5] = {
+          kt_make(dtype, rank, dims, values), kt_make(dtype, 1, c_dims, scale),
+          kt_make(dtype, 1, c_dims, bias), kt_make(dtype, 1, c_dims, mean),
+          kt_make(dtype, 1, c_dims, var)};
+      double x_used[1 << 12];
+      CHECK(total <= (1 << 12));
+      kt_read_values(inputs[0], x_used);
+      double epsilon = s % 2 ? 1e-2 : 1e-5;
+      double momentum = s % 3 == 0 ? 0.9 : 0.25; /* 0.9 is the default: not set below */
+      stax_node_attr_t attrs[3] = {kt_attr_int("training_mode", 1),
+                                   kt_attr_float("epsilon", (float)epsilon),
+                                   kt_attr_float("momentum", (float)momentum)};
+      int32_t attr_count = s % 3 == 0 ? 2 : 3;
+      epsilon = (double)(float)epsilon;
+      momentum = (double)(float)momentum;
+      reference_batch_norm_training(x_used, dims[0], channels, inner, scale, bias, mean, var,
+                                    epsilon, momentum, want, want_mean, want_var);
+      double tolerance = t ? 1e-12 : 1e-5;
+      int32_t output_count = s == 1 ? 1 : 3; /* Y alone is allowed too */
+      stax_tensor_t* outputs[3] = {NULL, NULL, NULL};
+      CHECK_OK(run_node(STAX_OP_BatchNormalization, attrs, attr_count, inputs, 5, outputs,
+                        output_count, s == 3 ? pool : NULL));
+      if (outputs[0]) {
+        CHECK_EQ_INT(outputs[0]->dtype, dtype);
+        kt_read_values(outputs[0], got);
+        CHECK(all_close(got, want, total, tolerance));
+      } else {
+        CHECK(false);
+      }
+      if (output_count == 3) {
+        if (outputs[1] && outputs[2]) {
+          CHECK_EQ_INT(outputs[1]->rank, 1);
+          CHECK_EQ_INT(outputs[1]->dims[0], channels);
+          CHECK_EQ_INT(outputs[2]->dims[0], channels);
+          kt_read_values(outputs[1], got_c);
+          CHECK(all_close(got_c, want_mean, channels, tolerance));
+          kt_read_values(outputs[2], got_c);
+          CHECK(all_close(got_c, want_var, channels, tolerance));
+        } else {
+          CHECK(false);
+        }
+      }
+      kt_release_all(outputs, 3);
+      kt_release_all(inputs, 5);
+    }
+    free(values);
+    free(want);
+    free(got);
+  }
+  /* A transposed (non-contiguous) float16 X with float32 statistics: X is [N=4, C=3]. */
+  const int64_t base_dims[] = {3, 4}; /* C, N */
+  double base_values[12], x_used[12];
+  for (int i = 0; i < 12; i++) base_values[i] = random_value();
+  stax_tensor_t* base = kt_make(STAX_DTYPE_FLOAT16, 2, base_dims, base_values);
+  kt_read_values(base, base_values);
+  stax_tensor_t* x = NULL;
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), base, NULL, &x));
+  for (int n = 0; n < 4; n++)
+    for (int c = 0; c < 3; c++) x_used[n * 3 + c] = base_values[c * 4 + n];
+  const int64_t c_dims[] = {3};
+  const double scale[] = {1, 2, -1}, bias[] = {0, 1, 0.5}, mean[] = {0.5, -1, 2},
+               var[] = {1, 4, 0.25};
+  stax_tensor_t* inputs[5] = {x, kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, scale),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, bias),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, mean),
+                              kt_make(STAX_DTYPE_FLOAT32, 1, c_dims, var)};
+  stax_node_attr_t attrs[] = {kt_attr_int("training_mode", 1)};
+  stax_tensor_t* outputs[3] = {NULL, NULL, NULL};
+  CHECK_OK(run_node(STAX_OP_BatchNormalization, attrs, 1, inputs, 5, outputs, 3, NULL));
+  double want[12], got[12], want_mean[3], want_var[3];
+  reference_batch_norm_training(x_used, 4, 3, 1, scale, bias, mean, var, (double)1e-5f,
+                                (double)0.9f, want, want_mean, want_var);
+  if (outputs[0] && outputs[1] && outputs[2]) {
+    CHECK_EQ_INT(outputs[0]->dtype, STAX_DTYPE_FLOAT16);
+    CHECK_EQ_INT(outputs[1]->dtype, STAX_DTYPE_FLOAT32);
+    kt_read_values(outputs[0], got);
+    CHECK(all_close(got, want, 12, 2e-3));
+    kt_read_values(outputs[1], got);
+    CHECK(all_close(got, want_mean, 3, 1e-6));
+    kt_read_values(outputs[2], got);
+    CHECK(all_close(got, want_var, 3, 1e-6));
+  } else {
+    CHECK(false);
+  }
+  kt_release_all(outputs, 3);
+  kt_release_all(inputs, 5);
+  stax_tensor_release(base);
+  stax_threadpool_destroy(pool);
+}
+
 static void test_batch_norm_errors(void) {
   const int64_t dims[] = {2, 3};
   const int64_t c_dims[] = {3}, bad_dims[] = {2};
@@ -313,7 +461,8 @@ static void test_batch_norm_errors(void) {
   CHECK(outputs[0] == NULL);
   stax_node_attr_t training[] = {kt_attr_int("training_mode", 1)};
   CHECK_ERROR(run_node(STAX_OP_BatchNormalization, training, 1, inputs, 5, outputs, 1, NULL),
-              STAX_UNIMPLEMENTED, "training_mode");
+              STAX_SHAPE_MISMATCH, "input 3 (input_mean)");
+  CHECK(outputs[0] == NULL);
   kt_release_all(inputs, 5);
   const int64_t rank1[] = {3};
   stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 1, rank1, NULL);
@@ -783,7 +932,8 @@ static void test_fault_injection(void) {
 
 STAX_TEST_MAIN(STAX_TEST(test_fault_injection), STAX_TEST(test_layer_norm_values), STAX_TEST(test_layer_norm_broadcast_views),
                STAX_TEST(test_layer_norm_threaded), STAX_TEST(test_layer_norm_errors),
-               STAX_TEST(test_batch_norm), STAX_TEST(test_batch_norm_errors),
+               STAX_TEST(test_batch_norm), STAX_TEST(test_batch_norm_training),
+               STAX_TEST(test_batch_norm_errors),
                STAX_TEST(test_instance_norm), STAX_TEST(test_nll_loss),
                STAX_TEST(test_nll_loss_errors), STAX_TEST(test_softmax_cross_entropy),
                STAX_TEST(test_cumsum_literal), STAX_TEST(test_cumsum_axes_views),
