@@ -52,6 +52,7 @@ static void jit_plan_free(jit_plan* plan) {
   free(plan->free_regs);
   free(plan->pre_words);
   free(plan->post_words);
+  free(plan->post_after);
   memset(plan, 0, sizeof(*plan));
 }
 
@@ -92,6 +93,10 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
   int32_t post_reg_count = 0, post_reg_cap = 0;
   int32_t* post_srcs = NULL; /* registers post instructions read: must be materialized */
   int32_t post_src_count = 0, post_src_cap = 0;
+  int32_t* post_at = NULL; /* per post instruction: computes before it (-1: at the end) */
+  int32_t post_at_cap = 0;
+  uint8_t* cut = NULL; /* per compute: reads a view of a result (starts a new group) */
+  int32_t cut_cap = 0, cut_count = 0;
   for (int32_t w = plan->start_word; w < plan->next_word;
        w += (int32_t)((uint32_t)code[w] >> STAX_VM_LENGTH_SHIFT)) {
     int32_t opcode = code[w] & STAX_VM_OPCODE_MASK;
@@ -104,14 +109,22 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
     } else if (opcode == STAX_VM_OP_LOAD_CONST || opcode == STAX_VM_OP_LOAD_TENSOR) {
       JIT_PUSH(plan->pre_words, plan->pre_count, pre_cap, w);
     } else if (opcode == STAX_VM_OP_STORE_TENSOR) {
+      int32_t at = plan->post_count;
+      JIT_PUSH(post_at, at, post_at_cap, -1);
       JIT_PUSH(plan->post_words, plan->post_count, post_cap, w);
       JIT_PUSH(post_srcs, post_src_count, post_src_cap, code[w + STAX_VM_HEADER_WORDS]);
     } else if (opcode == STAX_VM_OP_MOVE || opcode == STAX_VM_OP_BROADCAST_TO ||
                opcode == STAX_VM_OP_RESHAPE_VIEW || opcode == STAX_VM_OP_TRANSPOSE_VIEW) {
       int32_t dst = code[w + STAX_VM_HEADER_WORDS], src = code[w + STAX_VM_HEADER_WORDS + 1];
-      if (jit_find(written, written_count, src) >= 0) {
+      int32_t shape_reg = opcode == STAX_VM_OP_RESHAPE_VIEW ? code[w + STAX_VM_HEADER_WORDS + 3] : -1;
+      if (jit_find(written, written_count, src) >= 0 ||
+          (shape_reg >= 0 && jit_find(written, written_count, shape_reg) >= 0)) {
+        int32_t at = plan->post_count;
+        JIT_PUSH(post_at, at, post_at_cap, compute_count);
         JIT_PUSH(plan->post_words, plan->post_count, post_cap, w);
         JIT_PUSH(post_srcs, post_src_count, post_src_cap, src);
+        /* A reshape's shape register (when not a descriptor) must be materialized too. */
+        if (shape_reg >= 0) JIT_PUSH(post_srcs, post_src_count, post_src_cap, shape_reg);
         JIT_PUSH(written, written_count, written_cap, dst);
         JIT_PUSH(post_regs, post_reg_count, post_reg_cap, dst);
       } else {
@@ -121,9 +134,13 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
                !STAX_VM_CODE_KERNEL_ALLOCATES(code + w)) {
       const int32_t* in_list = &STAX_VM_OPERAND(code + w, 1);
       const int32_t* out_list = in_list + 1 + in_list[0];
+      /* A compute that reads a view of a result starts a new group: the view runs
+       * interpreted between the groups and is an input of the later one. */
+      bool reads_view = false;
       for (int32_t k = 0; k < in_list[0]; k++)
         if (in_list[1 + k] >= 0 && jit_find(post_regs, post_reg_count, in_list[1 + k]) >= 0)
-          goto unsupported; /* a compute reads a view of a result: not one kernel plan */
+          reads_view = true;
+      JIT_PUSH(cut, cut_count, cut_cap, (uint8_t)reads_view);
       for (int32_t k = 0; k < out_list[0]; k++)
         if (out_list[1 + k] >= 0) JIT_PUSH(written, written_count, written_cap, out_list[1 + k]);
       JIT_PUSH(computes, compute_count, compute_cap, w);
@@ -155,7 +172,8 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       for (int32_t k = 0; k < in_list[0] && !connected; k++)
         connected = in_list[1 + k] >= 0 && jit_find(p_out + 1, p_out[0], in_list[1 + k]) >= 0;
     }
-    if (group < 0 || !connected || kind == KIND_MATMUL || (kind == KIND_ROW && has_matmul)) {
+    if (group < 0 || !connected || cut[c] || kind == KIND_MATMUL ||
+        (kind == KIND_ROW && has_matmul)) {
       group++;
       group_start = c;
       has_matmul = false;
@@ -213,6 +231,15 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       if (later) gp->outputs[gp->output_count++] = v;
     }
   }
+  /* Post instructions run after the group of the last compute before them (so a view runs
+   * once its source is materialized and before any group that reads it); stores and views
+   * after the last compute run at the end. */
+  plan->post_after = calloc((size_t)(plan->post_count > 0 ? plan->post_count : 1), sizeof(int32_t));
+  if (!plan->post_after) goto oom;
+  for (int32_t p = 0; p < plan->post_count; p++)
+    plan->post_after[p] = post_at[p] < 0 || post_at[p] >= compute_count
+                              ? plan->group_count - 1
+                              : (post_at[p] > 0 ? group_of[post_at[p] - 1] : 0);
   plan->alloc_group = calloc((size_t)(plan->alloc_count > 0 ? plan->alloc_count : 1), sizeof(int32_t));
   if (!plan->alloc_group) goto oom;
   for (int32_t a = 0; a < plan->alloc_count; a++) {
@@ -229,6 +256,8 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
   free(group_of);
   free(post_regs);
   free(post_srcs);
+  free(post_at);
+  free(cut);
   return;
 oom:
 unsupported:
@@ -239,6 +268,8 @@ unsupported:
   free(group_of);
   free(post_regs);
   free(post_srcs);
+  free(post_at);
+  free(cut);
 }
 
 /* ---- the cache ------------------------------------------------------------------------------ */
@@ -424,6 +455,80 @@ static bool jit_signature(const stax_context_t* ctx, const jit_plan* plan, int64
   return true;
 }
 
+/* The layout a view between groups will have: a metadata-only replay of the segment's post
+ * views on the layouts their sources will have (a compute's result is allocated contiguous
+ * with its descriptor's dims). A prediction only: the kernel checks the real dims and
+ * strides of every argument and refuses a mismatch (the segment is then interpreted). */
+typedef struct jit_layout {
+  int32_t reg, rank;
+  int64_t dims[STAX_MAX_RANK], strides[STAX_MAX_RANK];
+} jit_layout;
+
+static void jit_contiguous(jit_layout* l) {
+  int64_t stride = 1;
+  for (int32_t k = l->rank - 1; k >= 0; k--) {
+    l->strides[k] = stride;
+    stride *= l->dims[k];
+  }
+}
+
+static stax_status_t jit_register_layout(const stax_context_t* ctx, int32_t reg, jit_layout* l) {
+  const stax_program_t* program = ctx->program;
+  l->reg = reg;
+  l->rank = program->descriptors[program->registers[reg].descriptor].rank;
+  memset(l->dims, 0, sizeof(l->dims));
+  STAX_RETURN_IF_ERROR(stax_vm_descriptor_dims(ctx, program->registers[reg].descriptor, l->dims));
+  jit_contiguous(l);
+  return STAX_OK;
+}
+
+static stax_status_t jit_view_layouts(const stax_context_t* ctx, const jit_plan* plan,
+                                      jit_layout* layouts, int32_t* out_count) {
+  const int32_t* code = ctx->program->code;
+  int32_t count = 0;
+  for (int32_t p = 0; p < plan->post_count; p++) {
+    const int32_t* ins = code + plan->post_words[p];
+    int32_t opcode = ins[0] & STAX_VM_OPCODE_MASK;
+    if (opcode == STAX_VM_OP_STORE_TENSOR) continue;
+    int32_t dst = STAX_VM_OPERAND(ins, 0), src = STAX_VM_OPERAND(ins, 1);
+    jit_layout from;
+    memset(&from, 0, sizeof(from));
+    bool found = false;
+    for (int32_t k = count - 1; k >= 0 && !found; k--)
+      if (layouts[k].reg == src) {
+        from = layouts[k];
+        found = true;
+      }
+    if (!found) STAX_RETURN_IF_ERROR(jit_register_layout(ctx, src, &from));
+    jit_layout* to = &layouts[count++];
+    if (opcode == STAX_VM_OP_MOVE) {
+      *to = from;
+    } else if (opcode == STAX_VM_OP_TRANSPOSE_VIEW) {
+      const int32_t* perm = &STAX_VM_OPERAND(ins, 2);
+      if (perm[0] != from.rank)
+        return stax_status_make(STAX_UNIMPLEMENTED, "jit: transpose rank mismatch");
+      to->rank = from.rank;
+      for (int32_t k = 0; k < from.rank; k++) {
+        if (perm[1 + k] < 0 || perm[1 + k] >= from.rank)
+          return stax_status_make(STAX_UNIMPLEMENTED, "jit: transpose permutation");
+        to->dims[k] = from.dims[perm[1 + k]];
+        to->strides[k] = from.strides[perm[1 + k]];
+      }
+    } else if (opcode == STAX_VM_OP_BROADCAST_TO) {
+      STAX_RETURN_IF_ERROR(jit_register_layout(ctx, dst, to));
+      for (int32_t k = 0; k < to->rank; k++) {
+        int32_t sk = k - (to->rank - from.rank);
+        to->strides[k] = sk < 0 || (from.dims[sk] == 1 && to->dims[k] != 1) ? 0 : from.strides[sk];
+      }
+    } else { /* RESHAPE_VIEW: contiguous unless the source is not (then a guess) */
+      STAX_RETURN_IF_ERROR(jit_register_layout(ctx, dst, to));
+    }
+    to->reg = dst;
+  }
+  *out_count = count;
+  return STAX_OK;
+}
+
 /* Group descriptions with the concrete dims of this context's registers. */
 static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const jit_plan* plan,
                                   jit_desc** out_descs) {
@@ -431,6 +536,14 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
   jit_desc* descs = calloc((size_t)plan->group_count, sizeof(jit_desc));
   if (!descs) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: group descriptions");
   stax_status_t status = STAX_OK;
+  int32_t layout_count = 0;
+  jit_layout* layouts = calloc((size_t)(plan->post_count > 0 ? plan->post_count : 1), sizeof(jit_layout));
+  if (!layouts) {
+    free(descs);
+    return stax_status_make(STAX_OUT_OF_MEMORY, "jit: view layouts");
+  }
+  status = jit_view_layouts(ctx, plan, layouts, &layout_count);
+  if (status) goto fail;
   for (int32_t g = 0; g < plan->group_count; g++) {
     const jit_group_plan* gp = &plan->groups[g];
     jit_desc* d = &descs[g];
@@ -456,7 +569,16 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
                                                       : STAX_JIT_VALUE_TEMPORARY;
       const stax_tensor_t* live = jit_find(plan->ext_regs, plan->ext_count, reg) >= 0
                                       ? ctx->registers[reg] : NULL;
-      if (live) {
+      const jit_layout* view = NULL;
+      for (int32_t k = layout_count - 1; k >= 0 && !view && !live; k--)
+        if (layouts[k].reg == reg) view = &layouts[k];
+      if (view) {
+        /* A view between groups: its source's dtype, the predicted layout. */
+        value->dtype = (stax_dtype_t)desc->dtype;
+        value->rank = view->rank;
+        memcpy(value->dims, view->dims, sizeof(value->dims));
+        memcpy(value->strides, view->strides, sizeof(value->strides));
+      } else if (live) {
         value->dtype = live->dtype;
         value->rank = live->rank;
         memcpy(value->dims, live->dims, sizeof(value->dims));
@@ -502,9 +624,11 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
     d->group.output_count = gp->output_count;
     d->group.outputs = gp->outputs;
   }
+  free(layouts);
   *out_descs = descs;
   return STAX_OK;
 fail:
+  free(layouts);
   jit_desc_free(descs, plan->group_count);
   return status;
 }
@@ -518,6 +642,11 @@ static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep
   stax_status_t status = stax_jit_backend_get(&backend);
   int32_t compiled = 0;
   for (int32_t g = 0; g < count && !status; g++) {
+    if (descs[g].group.output_count < 1 && count > 1) {
+      /* Nothing it computes is used after it (dead shape arithmetic): interpreted. */
+      kernels[g] = NULL;
+      continue;
+    }
     stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts};
     status = stax_jit_compile_group(backend, &descs[g].group, &options, &kernels[g]);
     if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
@@ -760,8 +889,12 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
     if (plan->alloc_group[a] >= 0 && kernels[plan->alloc_group[a]]) continue;
     STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->alloc_words[a]));
   }
+  int32_t post = 0;
   for (int32_t g = 0; g < plan->group_count; g++) {
     const jit_group_plan* gp = &plan->groups[g];
+    if (g > 0) /* views of earlier results that this or a later group reads */
+      for (; post < plan->post_count && plan->post_after[post] < g; post++)
+        STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->post_words[post]));
     if (!kernels[g]) { /* the backend refused this group: interpret its nodes */
       for (int32_t n = 0; n < gp->node_count; n++)
         STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + gp->node_words[n]));
@@ -780,12 +913,15 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
                                                gp->output_count, frame->args + gp->input_count,
                                                ctx->pool);
     if (status) {
+      /* E.g. a view between groups got other strides than the kernel was compiled for (the
+       * kernel checks every argument): nothing to undo, the interpreter re-runs the
+       * segment from its start. */
       STAX_LOG(JIT, "kernel refused its arguments, interpreting: %s", stax_status_message(status));
       stax_status_free(status);
       return STAX_OK;
     }
   }
-  for (int32_t p = 0; p < plan->post_count; p++)
+  for (int32_t p = post; p < plan->post_count; p++)
     STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->post_words[p]));
   if (run_frees)
     for (int32_t f = 0; f < plan->free_count; f++) stax_vm_take_register(ctx, plan->free_regs[f], NULL);

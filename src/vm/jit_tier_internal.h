@@ -45,6 +45,9 @@ typedef struct jit_plan {
   int32_t pre_count, post_count;
   int32_t* pre_words;
   int32_t* post_words;
+  /* Per post instruction: the group after which it runs (views of a result read by a later
+   * group run between the groups, in bytecode order; the rest after the last group). */
+  int32_t* post_after;
   int32_t group_count;
   jit_group_plan* groups;
 } jit_plan;

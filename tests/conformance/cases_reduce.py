@@ -497,10 +497,7 @@ def gen_batchnorm(g):
             y = (v - m) / np.sqrt(var + f32(eps)) * s + b
             g.case([x] + params, [y.astype(dtype)], attrs=[A.f("epsilon", eps)],
                    tol=tol_for(dtype, 8))
-    # Training mode: batch statistics, running statistics updated with momentum. Not
-    # implemented by the kernel yet: generated only with --all.
-    if not g.suite.include_all:
-        return
+    # Training mode: batch statistics, running statistics updated with momentum.
     for dtype in ("float32", "float64"):
         for shape in ((4, 3), (2, 3, 5), (3, 2, 2, 2)):
             c = shape[1]

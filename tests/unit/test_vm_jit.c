@@ -227,6 +227,76 @@ static void test_differential_matmul(void) {
   if (have_backend()) differential(KIND_MM);
 }
 
+/* Attention-like views between computes of one segment:
+ * x[B, S, 64] @ w1 -> Reshape [B, S, 4, 16] -> Transpose -> Softmax -> Transpose -> Reshape
+ * [B, S, 64] -> @ w2 + b. The views split the segment into groups with interpreted views
+ * between them; the later groups' inputs are view layouts the kernels check at run time. */
+static stax_program_t* build_views(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[3] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64), vm_const(g, 64)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 3, dims);
+  static float w1[64 * 64], w2[64 * 64], b[64];
+  for (int i = 0; i < 64 * 64; i++) {
+    w1[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    w2[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+  }
+  for (int i = 0; i < 64; i++) b[i] = 0.01f * (float)(i - 32);
+  int64_t w_dims[2] = {64, 64}, b_dims[1] = {64}, four[1] = {4}, three[1] = {3};
+  int64_t split[4] = {0, 0, 4, 16}, merge[3] = {0, 0, 64}, perm[4] = {0, 2, 1, 3};
+  stax_value_id_t w1v = vm_initializer(g, "w1", STAX_DTYPE_FLOAT32, 2, w_dims, w1);
+  stax_value_id_t w2v = vm_initializer(g, "w2", STAX_DTYPE_FLOAT32, 2, w_dims, w2);
+  stax_value_id_t bv = vm_initializer(g, "b", STAX_DTYPE_FLOAT32, 1, b_dims, b);
+  stax_value_id_t sv = vm_initializer(g, "split", STAX_DTYPE_INT64, 1, four, split);
+  stax_value_id_t mv = vm_initializer(g, "merge", STAX_DTYPE_INT64, 1, three, merge);
+  stax_attr_t perm_attr = stax_attr_ints("perm", 4, perm);
+  stax_attr_t axis = stax_attr_int("axis", -1);
+  stax_value_id_t t = vm_binary(g, STAX_OP_MatMul, "mm1", x, w1v);
+  stax_value_id_t r_in[2] = {t, sv};
+  t = vm_node(g, STAX_OP_Reshape, "split_heads", 2, r_in, 0, NULL);
+  t = vm_node(g, STAX_OP_Transpose, "t1", 1, &t, 1, &perm_attr);
+  t = vm_node(g, STAX_OP_Softmax, "softmax", 1, &t, 1, &axis);
+  t = vm_node(g, STAX_OP_Transpose, "t2", 1, &t, 1, &perm_attr);
+  stax_value_id_t m_in[2] = {t, mv};
+  t = vm_node(g, STAX_OP_Reshape, "merge_heads", 2, m_in, 0, NULL);
+  t = vm_binary(g, STAX_OP_MatMul, "mm2", t, w2v);
+  vm_output(g, vm_binary(g, STAX_OP_Add, "bias", t, bv));
+  return finish(g);
+}
+
+static void views_run(bool verify) {
+  stax_program_t* program = build_views();
+  stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 2,
+                                    .jit_max_versions = 8, .jit_verify = verify};
+  stax_context_t* jit = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &jit));
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {0xabcdefu + (uint64_t)verify};
+  int mismatches = 0, rounds = verify ? 24 : 120;
+  for (int round = 0; round < rounds; round++) {
+    int64_t b = 0, s = 0;
+    pick_shape(round, (round * 4) / rounds, &rng, &b, &s);
+    int64_t xd[3] = {b, s, 64};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 3, xd)};
+    if (!run_both(jit, interp, 1, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK(total.compiles >= 1);
+  CHECK(total.hits > total.misses);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+static void test_views_between_groups(void) {
+  if (have_backend()) views_run(false);
+}
+static void test_views_between_groups_verify(void) {
+  if (have_backend()) views_run(true);
+}
+
 /* Version cap 1, threshold 1, two alternating shapes: every call compiles and evicts the
  * previous version; a second context holding the same program keeps running. No kernel may
  * outlive the program (live_kernels returns to where it was). */
@@ -450,4 +520,6 @@ static void test_stats_json(void) {
 STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),
                STAX_TEST(test_differential_matmul), STAX_TEST(test_eviction),
                STAX_TEST(test_mixed_plan), STAX_TEST(test_compile_failure), STAX_TEST(test_verify_mode), STAX_TEST(test_verify_mismatch),
-               STAX_TEST(test_threads_background), STAX_TEST(test_stats_json))
+               STAX_TEST(test_threads_background), STAX_TEST(test_stats_json),
+               STAX_TEST(test_views_between_groups),
+               STAX_TEST(test_views_between_groups_verify))
