@@ -46,7 +46,7 @@ static void element_walk_next(element_walk_t* walk) {
 }
 
 static bool element_is_nonzero(stax_dtype_t dtype, const char* data, int64_t offset) {
-  if (stax_dtype_is_float(dtype)) return stax_movement_load_f64(dtype, data, offset) != 0.0;
+  if (stax_dtype_is_float(dtype)) return stax_load_as_f64(dtype, data, offset) != 0.0;
   size_t size = stax_dtype_size(dtype);
   const unsigned char* bytes = (const unsigned char*)data + offset * (int64_t)size;
   for (size_t b = 0; b < size; b++)
@@ -58,7 +58,7 @@ static bool element_is_nonzero(stax_dtype_t dtype, const char* data, int64_t off
 static uint64_t element_key(stax_dtype_t dtype, const char* data, int64_t offset) {
   const uint64_t sign = (uint64_t)1 << 63;
   if (stax_dtype_is_float(dtype)) {
-    double value = stax_movement_load_f64(dtype, data, offset);
+    double value = stax_load_as_f64(dtype, data, offset);
     if (value != value) return UINT64_MAX;
     if (value == 0) value = 0; /* -0 == +0 */
     uint64_t bits;

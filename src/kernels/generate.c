@@ -34,7 +34,7 @@ static stax_status_t read_scalar(const stax_kernel_call_t* call, int32_t i, cons
   if (stax_tensor_element_count(tensor) != 1)
     return stax_kernel_error(call, STAX_INVALID_ARGUMENT, "%s must hold exactly one element, got %s",
                              what, stax_dims_text(tensor->rank, tensor->dims).text);
-  *out_value = stax_movement_load_f64(tensor->dtype, stax_buffer_data(tensor->buffer), tensor->offset);
+  *out_value = stax_load_as_f64(tensor->dtype, stax_buffer_data(tensor->buffer), tensor->offset);
   return STAX_OK;
 }
 
@@ -156,7 +156,7 @@ stax_status_t stax_kernel_Range(stax_kernel_call_t* call) {
   }
   double values[3];
   for (int32_t i = 0; i < 3; i++)
-    values[i] = stax_movement_load_f64(dtype, stax_buffer_data(inputs[i]->buffer), inputs[i]->offset);
+    values[i] = stax_load_as_f64(dtype, stax_buffer_data(inputs[i]->buffer), inputs[i]->offset);
   if (values[2] == 0) return stax_kernel_error(call, STAX_INVALID_ARGUMENT, "delta (input 2) is 0");
   double real_count = ceil((values[1] - values[0]) / values[2]);
   if (isnan(real_count) || real_count > 1.0e15)
@@ -326,7 +326,7 @@ stax_status_t stax_kernel_OneHot(stax_kernel_call_t* call) {
   for (int64_t i = 0; i < count; i++) {
     int64_t offset = indices->offset;
     for (int32_t k = 0; k < indices->rank; k++) offset += position[k] * indices->strides[k];
-    double raw = stax_movement_load_f64(indices->dtype, index_data, offset);
+    double raw = stax_load_as_f64(indices->dtype, index_data, offset);
     int64_t index = stax_dtype_is_integer(indices->dtype)
                         ? stax_load_as_i64(indices->dtype, index_data, offset)
                         : (raw >= -(double)depth && raw < (double)depth ? (int64_t)raw : depth);

@@ -10,7 +10,6 @@
  * any sign). */
 void stax_movement_copy_elements(char* dst, int64_t dst_stride, const char* src,
                                  int64_t src_stride, int64_t count, size_t element_size);
-double stax_movement_load_f64(stax_dtype_t dtype, const void* base, int64_t index);
 /* Prefixes a status from a runtime call with the node. */
 stax_status_t stax_movement_annotate(const stax_kernel_call_t* call, stax_status_t status);
 stax_status_t stax_movement_normalize_axis(const stax_kernel_call_t* call, int64_t axis,

@@ -49,13 +49,6 @@ void stax_movement_copy_elements(char* dst, int64_t dst_stride, const char* src,
 #undef STAX_COPY_RUN
 }
 
-/* stax_load_as_f64 reads float16/bfloat16 as their raw uint16 storage; decode those here. */
-double stax_movement_load_f64(stax_dtype_t dtype, const void* base, int64_t index) {
-  if (dtype == STAX_DTYPE_FLOAT16) return stax_f16_to_f32(((const uint16_t*)base)[index]);
-  if (dtype == STAX_DTYPE_BFLOAT16) return stax_bf16_to_f32(((const uint16_t*)base)[index]);
-  return stax_load_as_f64(dtype, base, index);
-}
-
 /* Prefixes a status from the runtime (whose messages do not know the node) with the node. */
 stax_status_t stax_movement_annotate(const stax_kernel_call_t* call, stax_status_t status) {
   if (status == STAX_OK) return status;

@@ -128,7 +128,7 @@ static stax_status_t read_doubles(const stax_kernel_call_t* call, const stax_ten
                              stax_dims_text(t->rank, t->dims).text, count);
   const char* base = stax_buffer_data(t->buffer);
   for (int32_t k = 0; k < count; k++)
-    values[k] = stax_movement_load_f64(t->dtype, base, t->offset + k * t->strides[0]);
+    values[k] = stax_load_as_f64(t->dtype, base, t->offset + k * t->strides[0]);
   return STAX_OK;
 }
 
@@ -471,7 +471,7 @@ static void resize_rows(void* ctx, int64_t begin, int64_t end) {
       for (int64_t c = 0; c < count; c++)
         for (int32_t t = 0; t < last->taps; t++)
           sum += weights[c] * tap_weights[t] *
-                 stax_movement_load_f64(p->dtype, p->src, offsets[c] + tap_offsets[t]);
+                 stax_load_as_f64(p->dtype, p->src, offsets[c] + tap_offsets[t]);
       store_result(p, first + j, sum);
     }
     for (int32_t k = outer - 1; k >= 0; k--) {
