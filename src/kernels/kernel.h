@@ -106,6 +106,18 @@ void stax_nd_for_each_row_parallel(stax_threadpool_t* pool, int32_t rank, const 
  * up to 2^53; int64/uint64 kernels that need all 64 bits use the typed paths). */
 double stax_load_as_f64(stax_dtype_t dtype, const void* base, int64_t index);
 void stax_store_from_f64(stax_dtype_t dtype, void* base, int64_t index, double value);
+/* A strided row (stride in elements) of any dtype to / from contiguous doubles, through the
+ * runtime's converter (direct loops for float32 and float64). */
+static inline void stax_kernel_load_f64_row(stax_dtype_t dtype, const void* source,
+                                            int64_t stride, int64_t count, double* out) {
+  stax_convert_strided(dtype, source, stride * (int64_t)stax_dtype_size(dtype),
+                       STAX_DTYPE_FLOAT64, out, (int64_t)sizeof(double), count);
+}
+static inline void stax_kernel_store_f64_row(stax_dtype_t dtype, const double* values,
+                                             int64_t count, void* target, int64_t stride) {
+  stax_convert_strided(STAX_DTYPE_FLOAT64, values, (int64_t)sizeof(double), dtype, target,
+                       stride * (int64_t)stax_dtype_size(dtype), count);
+}
 /* Exact integer access for index tensors (int32/int64) and shape inputs. */
 int64_t stax_load_as_i64(stax_dtype_t dtype, const void* base, int64_t index);
 

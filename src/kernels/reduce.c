@@ -206,26 +206,6 @@ static uint64_t integer_fold(reduce_combine_t combine, bool is_signed, uint64_t 
 
 /* ---- the loop nest ------------------------------------------------------------------------ */
 
-/* float32 / float64 rows, the common case, in direct loops the compiler vectorizes; the
- * generic converter (a wide batch per element) handles every other dtype. */
-static void load_doubles(stax_dtype_t dtype, const char* source, int64_t stride, int64_t count,
-                         double* out) {
-  if (dtype == STAX_DTYPE_FLOAT32) {
-    const float* from = (const float*)source;
-    if (stride == 1) {
-      for (int64_t k = 0; k < count; k++) out[k] = from[k];
-    } else {
-      for (int64_t k = 0; k < count; k++) out[k] = from[k * stride];
-    }
-  } else if (dtype == STAX_DTYPE_FLOAT64) {
-    const double* from = (const double*)source;
-    for (int64_t k = 0; k < count; k++) out[k] = from[k * stride];
-  } else {
-    stax_convert_strided(dtype, source, stride * (int64_t)stax_dtype_size(dtype),
-                         STAX_DTYPE_FLOAT64, out, sizeof(double), count);
-  }
-}
-
 /* The innermost run: `length` elements from input offset `in_offset` into accumulators at
  * `out_offset` (all the same one when the inner dim is reduced). */
 static void reduce_inner(const reduce_pass_t* p, void* accumulators, int64_t in_offset,
@@ -241,7 +221,7 @@ static void reduce_inner(const reduce_pass_t* p, void* accumulators, int64_t in_
     if (!p->integer) {
       double values[REDUCE_CHUNK];
       double* acc = accumulators;
-      load_doubles(p->input_dtype, source, in_stride, count, values);
+      stax_kernel_load_f64_row(p->input_dtype, source, in_stride, count, values);
       float_transform(p, values, count, out_at, out_stride);
       if (out_stride == 0) {
         acc[out_at] = float_fold(p->combine, acc[out_at], values, count);

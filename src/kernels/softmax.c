@@ -40,57 +40,20 @@ typedef struct softmax_ctx_t {
 
 static inline double max_with_nan(double a, double b) { return (b > a || b != b) ? b : a; }
 
-/* float32 / float64, the common case, in direct loops the compiler vectorizes; the generic
- * converter (a wide batch per element) handles float16 and bfloat16. Strides in elements. */
-static void load_doubles(stax_dtype_t dtype, const char* source, int64_t stride, int64_t count,
-                         double* out) {
-  if (dtype == STAX_DTYPE_FLOAT32) {
-    const float* from = (const float*)source;
-    if (stride == 1) {
-      for (int64_t k = 0; k < count; k++) out[k] = from[k];
-    } else {
-      for (int64_t k = 0; k < count; k++) out[k] = from[k * stride];
-    }
-  } else if (dtype == STAX_DTYPE_FLOAT64) {
-    const double* from = (const double*)source;
-    for (int64_t k = 0; k < count; k++) out[k] = from[k * stride];
-  } else {
-    stax_convert_strided(dtype, source, stride * (int64_t)stax_dtype_size(dtype),
-                         STAX_DTYPE_FLOAT64, out, sizeof(double), count);
-  }
-}
-
-static void store_doubles(stax_dtype_t dtype, const double* values, int64_t count, char* target,
-                          int64_t stride) {
-  if (dtype == STAX_DTYPE_FLOAT32) {
-    float* to = (float*)target;
-    if (stride == 1) {
-      for (int64_t k = 0; k < count; k++) to[k] = (float)values[k];
-    } else {
-      for (int64_t k = 0; k < count; k++) to[k * stride] = (float)values[k];
-    }
-  } else if (dtype == STAX_DTYPE_FLOAT64) {
-    double* to = (double*)target;
-    for (int64_t k = 0; k < count; k++) to[k * stride] = values[k];
-  } else {
-    stax_convert_strided(STAX_DTYPE_FLOAT64, values, sizeof(double), dtype, target,
-                         stride * (int64_t)stax_dtype_size(dtype), count);
-  }
-}
-
+/* Rows of any float dtype as doubles (strides in elements). */
 static void load(const softmax_ctx_t* c, int64_t offset, int64_t stride, int64_t count,
                  double* out) {
-  load_doubles(c->dtype, c->input + offset * c->element_size, stride, count, out);
+  stax_kernel_load_f64_row(c->dtype, c->input + offset * c->element_size, stride, count, out);
 }
 
 static void load_output(const softmax_ctx_t* c, int64_t offset, int64_t stride, int64_t count,
                         double* out) {
-  load_doubles(c->dtype, c->output + offset * c->element_size, stride, count, out);
+  stax_kernel_load_f64_row(c->dtype, c->output + offset * c->element_size, stride, count, out);
 }
 
 static void store(const softmax_ctx_t* c, int64_t offset, int64_t stride, int64_t count,
                   const double* values) {
-  store_doubles(c->dtype, values, count, c->output + offset * c->element_size, stride);
+  stax_kernel_store_f64_row(c->dtype, values, count, c->output + offset * c->element_size, stride);
 }
 
 /* Softmax evaluates exp once per element: the second pass parks exp(x - max) in the output
