@@ -114,21 +114,28 @@ void stax_vm_shape_stack_unwind(stax_context_t* ctx, int32_t height) {
 
 /* ---- input guards -------------------------------------------------------------------------- */
 
+/* Where a BIND/CHECK guard reads ('input "x" dim 0'), formatted only for error messages so
+ * passing guards cost no string work. */
+static const char* stax_vm_guard_where(const stax_program_t* program, const stax_vm_guard_t* guard,
+                                       char* buf, size_t size) {
+  snprintf(buf, size, "input \"%s\" dim %d",
+           stax_vm_program_string(program, program->inputs[guard->input].name), guard->dim);
+  return buf;
+}
+#define GUARD_WHERE() stax_vm_guard_where(program, guard, where, sizeof(where))
+
 static stax_status_t stax_vm_run_guard(stax_context_t* ctx, const stax_vm_guard_t* guard) {
   const stax_program_t* program = ctx->program;
-  char where[200] = "";
+  char where[200]; /* filled only on the way to an error */
   int64_t seen = 0;
-  if (guard->kind == STAX_VM_GUARD_BIND || guard->kind == STAX_VM_GUARD_CHECK) {
+  if (guard->kind == STAX_VM_GUARD_BIND || guard->kind == STAX_VM_GUARD_CHECK)
     seen = stax_tensor_dims(ctx->inputs[guard->input])[guard->dim];
-    snprintf(where, sizeof(where), "input \"%s\" dim %d",
-             stax_vm_program_string(program, program->inputs[guard->input].name), guard->dim);
-  }
   switch (guard->kind) {
     case STAX_VM_GUARD_BIND: {
       int64_t shifted = 0;
       if (__builtin_sub_overflow(seen, guard->offset, &shifted))
         return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, which overflows minus %lld",
-                                where, (long long)seen, (long long)guard->offset);
+                                GUARD_WHERE(), (long long)seen, (long long)guard->offset);
       if (shifted % guard->scale != 0) {
         const char* text = guard->code >= 0
                                ? stax_vm_program_string(program, program->dim_codes[guard->code].text)
@@ -136,14 +143,14 @@ static stax_status_t stax_vm_run_guard(stax_context_t* ctx, const stax_vm_guard_
         return stax_status_make(STAX_SHAPE_MISMATCH,
                                 "%s is %lld, but the model says %s, which cannot equal %lld for "
                                 "any integer %s",
-                                where, (long long)seen, text, (long long)seen,
+                                GUARD_WHERE(), (long long)seen, text, (long long)seen,
                                 stax_vm_program_string(program, program->symbols[guard->symbol].name));
       }
       int64_t value = shifted / guard->scale;
       int64_t bound = ctx->symbols[guard->symbol];
       if (bound != STAX_SYMBOL_UNBOUND && bound != value)
         return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, but the model says %s = %lld",
-                                where, (long long)seen,
+                                GUARD_WHERE(), (long long)seen,
                                 stax_vm_program_string(program, program->symbols[guard->symbol].name),
                                 (long long)bound);
       ctx->symbols[guard->symbol] = value;
@@ -151,11 +158,11 @@ static stax_status_t stax_vm_run_guard(stax_context_t* ctx, const stax_vm_guard_
     }
     case STAX_VM_GUARD_CHECK: {
       int64_t expected = 0;
-      STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, guard->code, &expected), "checking %s", where);
+      STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, guard->code, &expected), "checking %s", GUARD_WHERE());
       if (expected == seen) return STAX_OK;
       char text[600];
       stax_vm_expected_text(ctx, guard->code, expected, text, sizeof(text));
-      return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, but the model says %s", where,
+      return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, but the model says %s", GUARD_WHERE(),
                               (long long)seen, text);
     }
     case STAX_VM_GUARD_RANGE: {
@@ -188,6 +195,7 @@ static stax_status_t stax_vm_run_guard(stax_context_t* ctx, const stax_vm_guard_
   }
   return stax_status_make(STAX_INTERNAL, "guard kind %d", guard->kind);
 }
+#undef GUARD_WHERE
 
 stax_status_t stax_vm_run_guards(stax_context_t* ctx) {
   const stax_program_t* program = ctx->program;
@@ -198,12 +206,22 @@ stax_status_t stax_vm_run_guards(stax_context_t* ctx) {
 
 /* ---- SHAPE_VARIANT ------------------------------------------------------------------------------ */
 
+/* Where a SHAPE_VARIANT binding reads, formatted only for error messages. */
+static const char* stax_vm_binding_where(const stax_program_t* program,
+                                         const stax_vm_shape_binding_t* binding, char* buf,
+                                         size_t size) {
+  snprintf(buf, size, "'%s' (register %d) dim %d", stax_vm_register_name(program, binding->reg),
+           binding->reg, binding->dim);
+  return buf;
+}
+#define BINDING_WHERE() stax_vm_binding_where(program, binding, where, sizeof(where))
+
 stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, const int32_t* ins) {
   const stax_program_t* program = ctx->program;
   const stax_vm_shape_variant_t* variant = &program->shape_variants[STAX_VM_OPERAND(ins, 0)];
   for (int32_t b = 0; b < variant->count; b++) {
     const stax_vm_shape_binding_t* binding = &program->shape_bindings[variant->first + b];
-    char where[200] = "";
+    char where[200]; /* filled only on the way to an error */
     int64_t seen = 0;
     if (binding->kind != STAX_VM_BINDING_DERIVE) {
       const stax_tensor_t* tensor = ctx->registers[binding->reg];
@@ -215,8 +233,6 @@ stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, const int32_t* ins
                                 binding->reg, stax_vm_register_name(program, binding->reg),
                                 tensor->rank, binding->dim);
       seen = tensor->dims[binding->dim];
-      snprintf(where, sizeof(where), "'%s' (register %d) dim %d",
-               stax_vm_register_name(program, binding->reg), binding->reg, binding->dim);
     }
     switch (binding->kind) {
       case STAX_VM_BINDING_BIND: {
@@ -224,24 +240,24 @@ stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, const int32_t* ins
         int64_t shifted = 0;
         if (__builtin_sub_overflow(seen, binding->offset, &shifted))
           return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, which overflows minus %lld",
-                                  where, (long long)seen, (long long)binding->offset);
+                                  BINDING_WHERE(), (long long)seen, (long long)binding->offset);
         if (shifted % binding->scale != 0)
           return stax_status_make(STAX_SHAPE_MISMATCH,
                                   "%s is %lld, which is not %lld*%s + %lld for any integer %s",
-                                  where, (long long)seen, (long long)binding->scale, name,
+                                  BINDING_WHERE(), (long long)seen, (long long)binding->scale, name,
                                   (long long)binding->offset, name);
         int64_t value = shifted / binding->scale;
-        STAX_RETURN_IF_ERROR(stax_vm_check_range(ctx, binding->symbol, value, where));
+        STAX_RETURN_IF_ERROR(stax_vm_check_range(ctx, binding->symbol, value, BINDING_WHERE()));
         STAX_RETURN_IF_ERROR(stax_vm_bind_symbol(ctx, binding->symbol, value));
         break;
       }
       case STAX_VM_BINDING_CHECK: {
         int64_t expected = 0;
-        STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, binding->code, &expected), "checking %s", where);
+        STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, binding->code, &expected), "checking %s", BINDING_WHERE());
         if (expected != seen) {
           char text[600];
           stax_vm_expected_text(ctx, binding->code, expected, text, sizeof(text));
-          return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, but the model says %s", where,
+          return stax_status_make(STAX_SHAPE_MISMATCH, "%s is %lld, but the model says %s", BINDING_WHERE(),
                                   (long long)seen, text);
         }
         break;
@@ -256,6 +272,7 @@ stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, const int32_t* ins
   }
   return STAX_OK;
 }
+#undef BINDING_WHERE
 
 /* ---- views ---------------------------------------------------------------------------------- */
 
