@@ -51,6 +51,7 @@ struct stax_context_s {
 
   stax_vm_host_fn* functions; /* resolved from the registry at creation */
   void** function_data;
+  int32_t jit_function; /* the program's STAX_VM_JIT_FUNCTION, -1 when it has none */
 
   uint64_t* instruction_counts;
   uint64_t* instruction_nanos;
@@ -105,7 +106,10 @@ STAX_MUST_USE stax_status_t stax_vm_exec_alloc(stax_context_t* ctx, const int32_
                                                bool pooled);
 STAX_MUST_USE stax_status_t stax_vm_exec_move(stax_context_t* ctx, const int32_t* ins);
 STAX_MUST_USE stax_status_t stax_vm_exec_compute(stax_context_t* ctx, const int32_t* ins);
-STAX_MUST_USE stax_status_t stax_vm_exec_call_func(stax_context_t* ctx, const int32_t* ins);
+/* *out_next: -1, or where to continue (the JIT's segment call, when its kernels refused the
+ * arguments: the interpreted segment). */
+STAX_MUST_USE stax_status_t stax_vm_exec_call_func(stax_context_t* ctx, const int32_t* ins,
+                                                   int32_t* out_next);
 STAX_MUST_USE stax_status_t stax_vm_exec_jump_if_false(stax_context_t* ctx, const int32_t* ins,
                                                        bool* out_jump);
 STAX_MUST_USE stax_status_t stax_vm_exec_shape_unmatched(stax_context_t* ctx, const int32_t* ins,

@@ -136,7 +136,13 @@ static void stax_vm_print_operands(FILE* out, const stax_program_t* program,
       case STAX_VM_OPERAND_CONSTANT: fprintf(out, "constant %d", value); break;
       case STAX_VM_OPERAND_JUMP: fprintf(out, "-> %d", value); break;
       case STAX_VM_OPERAND_LOOP: fprintf(out, "loop %d", value); break;
-      case STAX_VM_OPERAND_SIGNATURE: fprintf(out, "signature %d", value); break;
+      case STAX_VM_OPERAND_SIGNATURE:
+        if (value >= 0 && value < program->signatures_count &&
+            program->signatures[value].count == STAX_VM_SIGNATURE_JIT)
+          fprintf(out, "jit versions of segment %d", program->signatures[value].first);
+        else
+          fprintf(out, "signature %d", value);
+        break;
       case STAX_VM_OPERAND_SEGMENT: fprintf(out, "segment %d", value); break;
       case STAX_VM_OPERAND_FUNCTION:
         fprintf(out, "function \"%s\"",

@@ -8,6 +8,7 @@
 #include "kernels/kernel.h"
 #include "runtime/tensor_internal.h"
 #include "vm/context.h"
+#include "vm/jit_tier.h"
 
 /* ---- shared helpers ------------------------------------------------------------------------ */
 
@@ -290,9 +291,11 @@ stax_status_t stax_vm_exec_compute(stax_context_t* ctx, const int32_t* ins) {
   return STAX_OK;
 }
 
-stax_status_t stax_vm_exec_call_func(stax_context_t* ctx, const int32_t* ins) {
+stax_status_t stax_vm_exec_call_func(stax_context_t* ctx, const int32_t* ins, int32_t* out_next) {
   const stax_program_t* program = ctx->program;
   int32_t function = STAX_VM_OPERAND(ins, 0);
+  *out_next = -1;
+  if (function == ctx->jit_function) return stax_vm_jit_segment_call(ctx, out_next);
   const int32_t* input_list = &STAX_VM_OPERAND(ins, 1);
   int32_t input_count = input_list[0];
   const int32_t* output_list = input_list + 1 + input_count;
@@ -343,6 +346,13 @@ stax_status_t stax_vm_exec_shape_unmatched(stax_context_t* ctx, const int32_t* i
   const stax_program_t* program = ctx->program;
   const stax_vm_signature_t* signature = &program->signatures[STAX_VM_OPERAND(ins, 0)];
   *out_jump = false;
+  if (signature->count == STAX_VM_SIGNATURE_JIT) {
+    if (!ctx->jit) {
+      *out_jump = true;
+      return STAX_OK;
+    }
+    return stax_vm_jit_segment_guard(ctx, signature->first, out_jump);
+  }
   for (int32_t e = 0; e < signature->count; e++) {
     const stax_vm_signature_entry_t* entry = &program->signature_entries[signature->first + e];
     const stax_tensor_t* tensor = ctx->registers[entry->reg];

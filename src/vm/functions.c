@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vm/functions.h"
+#include "vm/program.h" /* STAX_VM_JIT_FUNCTION */
 
 #define STAX_VM_FUNCTION_SLOTS 128
 #define STAX_VM_FUNCTION_NAME_MAX 64
@@ -32,6 +33,9 @@ stax_status_t stax_vm_register_function(const char* name, stax_vm_host_fn fn, vo
   if (strlen(name) >= STAX_VM_FUNCTION_NAME_MAX)
     return stax_status_make(STAX_INVALID_ARGUMENT, "host function name '%s' is longer than %d bytes",
                             name, STAX_VM_FUNCTION_NAME_MAX - 1);
+  if (strcmp(name, STAX_VM_JIT_FUNCTION) == 0)
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "host function name '%s' is reserved for the JIT's segment calls", name);
   pthread_mutex_lock(&stax_vm_function_lock);
   stax_vm_function_slot_t* slot = stax_vm_function_find(name);
   for (int32_t i = 0; !slot && i < STAX_VM_FUNCTION_SLOTS; i++)

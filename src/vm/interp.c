@@ -125,8 +125,13 @@ stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* pr
                      fail);
   STAX_VM_CONTEXT_ARRAYS(STAX_VM_ALLOC_ARRAY)
 #undef STAX_VM_ALLOC_ARRAY
+  ctx->jit_function = -1;
   for (int32_t f = 0; f < program->functions_count; f++) {
     const char* name = stax_vm_program_string(program, program->functions[f]);
+    if (strcmp(name, STAX_VM_JIT_FUNCTION) == 0) { /* bound to the tier, not the registry */
+      ctx->jit_function = f;
+      continue;
+    }
     if (!stax_vm_lookup_function(name, &ctx->functions[f], &ctx->function_data[f])) {
       status = stax_status_make(STAX_FAILED_PRECONDITION,
                                 "the program calls host function '%s', which is not registered",
@@ -134,8 +139,9 @@ stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* pr
       goto fail;
     }
   }
-  /* The JIT needs the segment entry hooks (PROFILE_POINTs); without them it stays off. */
-  if (ctx->options.jit != STAX_JIT_OFF && program->segments_count > 0)
+  /* The JIT needs the guards at segment entries (inserted with the PROFILE_POINTs); without
+   * them it stays off. */
+  if (ctx->options.jit != STAX_JIT_OFF && ctx->jit_function >= 0)
     STAX_GOTO_IF_ERROR(status, stax_vm_jit_frame_create(ctx), fail);
   *out_context = ctx;
   return STAX_OK;

@@ -56,11 +56,11 @@ static void jit_plan_free(jit_plan* plan) {
   memset(plan, 0, sizeof(*plan));
 }
 
-/* What a node may share a kernel with: the backend fuses one MatMul/Gemm with an epilogue,
- * or row reductions with elementwise producers and consumers. */
-typedef enum { KIND_ELEMENTWISE, KIND_ROW, KIND_MATMUL } jit_kind;
+/* What a node may share a kernel with: the backend fuses one contraction (MatMul, Gemm, Conv)
+ * with an epilogue, or row reductions with elementwise producers and consumers. */
+typedef enum { KIND_ELEMENTWISE, KIND_ROW, KIND_CONTRACTION } jit_kind;
 static jit_kind jit_node_kind(stax_op_t op) {
-  if (op == STAX_OP_MatMul || op == STAX_OP_Gemm) return KIND_MATMUL;
+  if (op == STAX_OP_MatMul || op == STAX_OP_Gemm || op == STAX_OP_Conv) return KIND_CONTRACTION;
   if (stax_op_flags(op) & STAX_OPF_REDUCTION) return KIND_ROW;
   return KIND_ELEMENTWISE;
 }
@@ -159,7 +159,7 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
    * work has its own iteration space (other row length, other shape), which one kernel
    * cannot hold. */
   int32_t group = -1, group_start = 0;
-  bool has_matmul = false;
+  bool has_contraction = false;
   for (int32_t c = 0; c < compute_count; c++) {
     const int32_t* ins = code + computes[c];
     const stax_node_t* node = &program->kernel_nodes[STAX_VM_OPERAND(ins, 0)];
@@ -172,13 +172,13 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       for (int32_t k = 0; k < in_list[0] && !connected; k++)
         connected = in_list[1 + k] >= 0 && jit_find(p_out + 1, p_out[0], in_list[1 + k]) >= 0;
     }
-    if (group < 0 || !connected || cut[c] || kind == KIND_MATMUL ||
-        (kind == KIND_ROW && has_matmul)) {
+    if (group < 0 || !connected || cut[c] || kind == KIND_CONTRACTION ||
+        (kind == KIND_ROW && has_contraction)) {
       group++;
       group_start = c;
-      has_matmul = false;
+      has_contraction = false;
     }
-    if (kind == KIND_MATMUL) has_matmul = true;
+    if (kind == KIND_CONTRACTION) has_contraction = true;
     group_of[c] = group;
   }
   plan->group_count = group + 1;
@@ -774,13 +774,24 @@ stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
   const char* env = getenv("STAX_JIT_VERIFY");
   frame->verify = ctx->options.jit_verify || (env && env[0] == '1');
   frame->tolerance = ctx->options.jit_tolerance > 0 ? ctx->options.jit_tolerance : 1e-4;
+  frame->pending_segment = -1;
   ctx->jit = frame;
   return STAX_OK;
+}
+
+/* Lets go of the kernels a guard matched (the call ran them, or never came). */
+static void jit_release_pending(jit_frame* frame) {
+  if (frame->pending_segment < 0) return;
+  for (int32_t g = 0; g < frame->pending_groups; g++)
+    if (frame->kernels[g]) stax_jit_kernel_release(frame->kernels[g]);
+  frame->pending_segment = -1;
+  frame->pending_groups = 0;
 }
 
 void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
   jit_frame* frame = ctx->jit;
   if (!frame) return;
+  jit_release_pending(frame);
   free(frame->sig);
   free(frame->args);
   free(frame->kernels);
@@ -930,10 +941,11 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
 }
 
 
-stax_status_t stax_vm_jit_segment_enter(stax_context_t* ctx, int32_t s, int32_t* out_next) {
+stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* out_unmatched) {
   jit_frame* frame = ctx->jit;
   jit_cache* cache = frame->cache;
-  *out_next = -1;
+  *out_unmatched = true;
+  jit_release_pending(frame);
   pthread_mutex_lock(&cache->lock);
   cache->max_versions = ctx->options.jit_max_versions > 0 ? ctx->options.jit_max_versions : 8;
   jit_segment* seg = &cache->segments[s];
@@ -1007,13 +1019,52 @@ stax_status_t stax_vm_jit_segment_enter(stax_context_t* ctx, int32_t s, int32_t*
   }
   seg->stats.hits++;
   pthread_mutex_unlock(&cache->lock);
-  STAX_LOG(JIT, "segment %d: kernel hit, signature %016llx", s, (unsigned long long)hash);
-  bool ran = false;
-  stax_status_t status = frame->verify ? stax_vm_jit_verify_segment(ctx, s, hash, plan, frame->kernels, &ran)
-                                       : stax_vm_jit_run_kernels(ctx, plan, frame->kernels, true, &ran);
-  for (int32_t g = 0; g < groups; g++)
-    if (frame->kernels[g]) stax_jit_kernel_release(frame->kernels[g]);
-  if (status == STAX_OK && ran) *out_next = plan->next_word;
-  return status;
+  frame->pending_segment = s;
+  frame->pending_groups = groups;
+  frame->pending_hash = hash;
+  frame->pending_sig_count = sig_count;
+  *out_unmatched = false;
+  return STAX_OK;
 }
 
+stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {
+  jit_frame* frame = ctx->jit;
+  *out_next = -1;
+  if (!frame || frame->pending_segment < 0)
+    return stax_status_make(STAX_FAILED_PRECONDITION,
+                            "CALL_FUNC %s without a JIT guard that matched before it",
+                            STAX_VM_JIT_FUNCTION);
+  int32_t s = frame->pending_segment;
+  /* The plan is immutable once built and lives as long as the cache. */
+  const jit_plan* plan = &frame->cache->segments[s].plan;
+  STAX_LOG(JIT, "segment %d: kernel hit, signature %016llx", s,
+           (unsigned long long)frame->pending_hash);
+  bool ran = false;
+  stax_status_t status =
+      frame->verify
+          ? stax_vm_jit_verify_segment(ctx, s, frame->pending_hash, plan, frame->kernels, &ran)
+          : stax_vm_jit_run_kernels(ctx, plan, frame->kernels, true, &ran);
+  if (status == STAX_OK && !ran) {
+    /* A kernel refused its arguments: a view between groups got another layout than
+     * predicted. It would on every call with this signature, so the version is dropped and
+     * marked FAILED (interpreted from now on, never recompiled); this call interprets the
+     * segment from its PROFILE_POINT. */
+    jit_cache* cache = frame->cache;
+    pthread_mutex_lock(&cache->lock);
+    jit_segment* seg = &cache->segments[s];
+    jit_version* ver = jit_version_find(seg, frame->pending_hash, frame->sig,
+                                        frame->pending_sig_count);
+    if (ver && ver->state == VERSION_READY) {
+      jit_version_drop_kernels(ver, plan->group_count); /* freed when we release below */
+      ver->state = VERSION_FAILED;
+      seg->stats.versions--;
+      seg->stats.failures++;
+      STAX_LOG(JIT, "segment %d: signature %016llx: a kernel refused its arguments; version "
+                    "dropped, interpreting", s, (unsigned long long)frame->pending_hash);
+    }
+    pthread_mutex_unlock(&cache->lock);
+    *out_next = plan->start_word;
+  }
+  jit_release_pending(frame);
+  return status;
+}

@@ -1,5 +1,5 @@
-/* The JIT tier (layer 6 integration): at each segment entry (PROFILE_POINT) the interpreter
- * asks the tier whether a compiled kernel exists for the live shapes; see docs/jit.md,
+/* The JIT tier (layer 6 integration): at each segment entry a JIT guard in the bytecode asks
+ * the tier whether a compiled version exists for the live shapes, and a CALL_FUNC runs it; see docs/jit.md,
  * "Tiering". The backend (src/jit/jit.h) compiles and runs the kernels; this layer decides
  * what to compile (fusion groups from a segment's compute instructions), guards calls with a
  * shape signature, caches versions per segment with LRU eviction, compiles in the background
@@ -16,12 +16,19 @@ struct stax_program_s;
 STAX_MUST_USE stax_status_t stax_vm_jit_frame_create(struct stax_context_s* ctx);
 void stax_vm_jit_frame_destroy(struct stax_context_s* ctx);
 
-/* Called at the PROFILE_POINT opening `segment`. When a kernel ran the segment, *out_next is
- * the word offset of the instruction after it (the interpreter jumps there); otherwise -1
- * and the interpreter runs the segment. Errors only in verify mode (a mismatch) or when an
- * allocation the interpreter would also have made fails. */
-STAX_MUST_USE stax_status_t stax_vm_jit_segment_enter(struct stax_context_s* ctx,
-                                                      int32_t segment, int32_t* out_next);
+/* The JIT guard before `segment` (JUMP_IF_SHAPE_UNMATCHED with a STAX_VM_SIGNATURE_JIT
+ * signature): counts the entry and the live shape signature (tiering: queues or runs a
+ * compile once it recurs), and matches it against the segment's compiled versions.
+ * *out_unmatched false: a version matched; its kernels are held for the CALL_FUNC that
+ * follows. Errors only when an allocation the interpreter would also make fails. */
+STAX_MUST_USE stax_status_t stax_vm_jit_segment_guard(struct stax_context_s* ctx, int32_t segment,
+                                                      bool* out_unmatched);
+/* The CALL_FUNC of STAX_VM_JIT_FUNCTION after a guard: runs the matched version in place of
+ * the segment. *out_next is -1 when it ran (the interpreter goes on to the JUMP past the
+ * segment), else the segment's first word (a kernel refused its arguments: interpret).
+ * Errors in verify mode (a mismatch), or when no guard matched before it. */
+STAX_MUST_USE stax_status_t stax_vm_jit_segment_call(struct stax_context_s* ctx,
+                                                     int32_t* out_next);
 
 /* Frees the program's cache (joins the background compiler). */
 void stax_vm_jit_cache_destroy(struct stax_program_s* program);

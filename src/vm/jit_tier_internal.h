@@ -111,8 +111,13 @@ typedef struct stax_vm_jit_frame_s {
   int32_t sig_capacity;
   stax_tensor_t** args; /* kernel arguments, sized by the largest group */
   int32_t args_capacity;
-  stax_jit_kernel_t** kernels;
+  stax_jit_kernel_t** kernels; /* the matched version's kernels, retained until the call */
   int32_t kernels_capacity;
+  /* What the last guard matched, for the CALL_FUNC after it (-1: nothing pending). */
+  int32_t pending_segment;
+  int32_t pending_groups;
+  int32_t pending_sig_count; /* its signature words are still in sig[] */
+  uint64_t pending_hash;
   bool verify;
   double tolerance;
 } jit_frame;

@@ -198,9 +198,18 @@ typedef struct stax_vm_signature_entry_t {
 } stax_vm_signature_entry_t;
 
 typedef struct stax_vm_signature_t {
-  int32_t first; /* into signature_entries[] */
-  int32_t count;
+  int32_t first; /* into signature_entries[]; for a JIT guard: the segment */
+  int32_t count; /* entries, or STAX_VM_SIGNATURE_JIT */
 } stax_vm_signature_t;
+
+/* signature.count of a JIT guard: the signature is not a fixed list but "the live shapes of
+ * segment `first` match one of its compiled versions" (src/vm/jit_tier.c); the CALL_FUNC
+ * of STAX_VM_JIT_FUNCTION that follows the guard runs the version it matched. */
+#define STAX_VM_SIGNATURE_JIT (-1)
+/* The reserved host-function name of the JIT's segment call (contexts bind it themselves;
+ * stax_vm_register_function refuses it). */
+#define STAX_VM_JIT_FUNCTION "stax.jit"
+
 
 /* A run of bytecode between shape barriers: the JIT's unit of specialization. */
 typedef struct stax_vm_segment_t {
@@ -386,7 +395,7 @@ void stax_vm_program_measure(stax_program_t* program);
 /* ---- program files (serialize.c writes, deserialize.c reads; docs/vm.md "Program files") -- */
 
 #define STAX_VM_FILE_MAGIC "STAXPROG" /* 8 bytes, no terminator on disk */
-#define STAX_VM_FILE_VERSION 1u
+#define STAX_VM_FILE_VERSION 2u /* 2: JIT guards at segment entries */
 #define STAX_VM_FILE_BYTE_ORDER 0x01020304u /* written little-endian: 04 03 02 01 */
 #define STAX_VM_FILE_HEADER_SIZE 40
 #define STAX_VM_FILE_SECTION_HEADER_SIZE 12 /* u32 tag, u64 body length */
@@ -430,7 +439,14 @@ uint64_t stax_vm_file_checksum(const uint8_t* header, const uint8_t* payload, si
 /* ---- passes over a built program (segments.c, emit.c, verify.c, disasm.c) ---------------- */
 
 /* Splits the instruction list into segments and records them (instructions[].segment too);
- * with insert_profile_points, a PROFILE_POINT starts each segment (jumps retargeted). */
+ * with insert_profile_points, a PROFILE_POINT starts each segment and a JIT guard precedes it
+ * (jumps retargeted):
+ *     JUMP_IF_SHAPE_UNMATCHED jit(s) -> P     live shapes match no compiled version of s
+ *     CALL_FUNC stax.jit () -> ()             run the version the guard matched
+ *     JUMP -> E                               past the segment
+ *  P: PROFILE_POINT s                         the interpreted segment
+ *     ...
+ *  E:                                                                                      */
 STAX_MUST_USE stax_status_t stax_vm_program_build_segments(stax_program_t* program,
                                                            bool insert_profile_points);
 /* Records each symbol's first binder and each dynamic dim's derivation. */

@@ -170,6 +170,91 @@ cleanup:
   return status;
 }
 
+/* One JIT guard per segment start (and the PROFILE_POINT when the segment lacks one): the
+ * instructions to insert before old position `start`; jump targets are patched afterwards. */
+static int32_t stax_vm_guard_words(stax_vm_instruction_t* out, int32_t* operands, int32_t at,
+                                   int32_t signature, int32_t function, bool add_profile) {
+  int32_t n = 0;
+  operands[at + 0] = signature; /* JUMP_IF_SHAPE_UNMATCHED g, j (j patched) */
+  operands[at + 1] = 0;
+  out[n++] = (stax_vm_instruction_t){.opcode = STAX_VM_OP_JUMP_IF_SHAPE_UNMATCHED, .node = -1,
+                                     .operand_first = at, .operand_count = 2, .segment = -1};
+  operands[at + 2] = function; /* CALL_FUNC f, [], [] */
+  operands[at + 3] = 0;
+  operands[at + 4] = 0;
+  out[n++] = (stax_vm_instruction_t){.opcode = STAX_VM_OP_CALL_FUNC, .node = -1,
+                                     .operand_first = at + 2, .operand_count = 3, .segment = -1};
+  operands[at + 5] = 0; /* JUMP j (patched) */
+  out[n++] = (stax_vm_instruction_t){.opcode = STAX_VM_OP_JUMP, .node = -1,
+                                     .operand_first = at + 5, .operand_count = 1, .segment = -1};
+  if (add_profile) {
+    operands[at + 6] = 0; /* PROFILE_POINT s (numbered below) */
+    out[n++] = (stax_vm_instruction_t){.opcode = STAX_VM_OP_PROFILE_POINT, .node = -1,
+                                       .operand_first = at + 6, .operand_count = 1, .segment = -1};
+  }
+  return n;
+}
+
+enum { STAX_VM_GUARD_OPERANDS = 7, STAX_VM_GUARD_INSTRUCTIONS = 4 };
+
+/* Inserts the guards and PROFILE_POINTs before the segment starts, then patches the guards'
+ * targets: the PROFILE_POINT after them, and the end of the segment it opens. */
+static stax_status_t stax_vm_insert_guards(stax_program_t* program, const int32_t* starts,
+                                           int32_t start_count) {
+  stax_allocator_t allocator = program->allocator;
+  int32_t function = -1;
+  STAX_RETURN_IF_ERROR(stax_vm_program_add_function(program, STAX_VM_JIT_FUNCTION, &function));
+  size_t ins_size = (size_t)start_count * STAX_VM_GUARD_INSTRUCTIONS;
+  size_t op_size = (size_t)start_count * STAX_VM_GUARD_OPERANDS;
+  int32_t old_count = program->instructions_count;
+  stax_vm_instruction_t* inserted = NULL;
+  int32_t *operands = NULL, *positions = NULL, *map = NULL;
+  stax_status_t status = STAX_OK;
+  STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(allocator, ins_size, sizeof(*inserted),
+                                                   (void**)&inserted), cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(allocator, op_size, sizeof(*operands),
+                                                   (void**)&operands), cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(allocator, ins_size, sizeof(*positions),
+                                                   (void**)&positions), cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(allocator, (size_t)old_count + 1,
+                                                   sizeof(*map), (void**)&map), cleanup);
+  int32_t count = 0;
+  for (int32_t k = 0; k < start_count; k++) {
+    /* The segment number is not known until segments are found again: the signature's
+     * `first` is filled in below. */
+    stax_vm_signature_t signature = {.first = 0, .count = STAX_VM_SIGNATURE_JIT};
+    int32_t g = -1;
+    STAX_GOTO_IF_ERROR(status, STAX_VM_APPEND(program, signatures, &signature, &g), cleanup);
+    bool add_profile = program->instructions[starts[k]].opcode != STAX_VM_OP_PROFILE_POINT;
+    int32_t n = stax_vm_guard_words(inserted + count, operands, k * STAX_VM_GUARD_OPERANDS, g,
+                                    function, add_profile);
+    for (int32_t i = 0; i < n; i++) positions[count + i] = starts[k];
+    count += n;
+  }
+  STAX_GOTO_IF_ERROR(status, stax_vm_program_insert(program, count, positions, inserted, operands,
+                                                    map), cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_vm_find_segments(program, NULL, &count), cleanup);
+  for (int32_t k = 0; k < start_count; k++) {
+    int32_t guard = map[starts[k]], profile = guard + 3;
+    int32_t s = program->instructions[profile].segment;
+    if (program->instructions[profile].opcode != STAX_VM_OP_PROFILE_POINT || s < 0) {
+      status = stax_status_make(STAX_INTERNAL, "JIT guard %d does not open a segment", guard);
+      goto cleanup;
+    }
+    const stax_vm_instruction_t* g_ins = &program->instructions[guard];
+    program->signatures[program->operands[g_ins->operand_first]].first = s;
+    program->operands[g_ins->operand_first + 1] = profile;
+    program->operands[program->instructions[guard + 2].operand_first] =
+        program->segments[s].first + program->segments[s].count;
+  }
+cleanup:
+  if (map) stax_allocator_free(allocator, map, ((size_t)old_count + 1) * sizeof(*map));
+  if (positions) stax_allocator_free(allocator, positions, ins_size * sizeof(*positions));
+  if (operands) stax_allocator_free(allocator, operands, op_size * sizeof(*operands));
+  if (inserted) stax_allocator_free(allocator, inserted, ins_size * sizeof(*inserted));
+  return status;
+}
+
 stax_status_t stax_vm_program_build_segments(stax_program_t* program, bool insert_profile_points) {
   int32_t n = program->instructions_count;
   int32_t* starts = NULL;
@@ -178,37 +263,8 @@ stax_status_t stax_vm_program_build_segments(stax_program_t* program, bool inser
   STAX_RETURN_IF_ERROR(stax_allocator_malloc(program->allocator, ((size_t)n + 1) * sizeof(int32_t),
                                              (void**)&starts));
   STAX_GOTO_IF_ERROR(status, stax_vm_find_segments(program, starts, &start_count), cleanup);
-  if (insert_profile_points) {
-    /* Segments already opened by a PROFILE_POINT (hand-built code) keep it. */
-    int32_t insert_count = 0;
-    for (int32_t s = 0; s < start_count; s++)
-      if (program->instructions[starts[s]].opcode != STAX_VM_OP_PROFILE_POINT)
-        starts[insert_count++] = starts[s];
-    if (insert_count > 0) {
-      stax_vm_instruction_t* inserted = NULL;
-      int32_t* operands = NULL;
-      STAX_GOTO_IF_ERROR(status,
-                         stax_allocator_calloc(program->allocator, (size_t)insert_count,
-                                               sizeof(*inserted), (void**)&inserted),
-                         cleanup);
-      status = stax_allocator_calloc(program->allocator, (size_t)insert_count, sizeof(*operands),
-                                     (void**)&operands);
-      if (status == STAX_OK) {
-        for (int32_t k = 0; k < insert_count; k++) {
-          inserted[k] = (stax_vm_instruction_t){.opcode = STAX_VM_OP_PROFILE_POINT,
-                                                .node = -1,
-                                                .operand_first = k,
-                                                .operand_count = 1,
-                                                .segment = -1};
-        }
-        status = stax_vm_program_insert(program, insert_count, starts, inserted, operands, NULL);
-        stax_allocator_free(program->allocator, operands, (size_t)insert_count * sizeof(*operands));
-      }
-      stax_allocator_free(program->allocator, inserted, (size_t)insert_count * sizeof(*inserted));
-      if (status) goto cleanup;
-    }
-    STAX_GOTO_IF_ERROR(status, stax_vm_find_segments(program, NULL, &start_count), cleanup);
-  }
+  if (insert_profile_points && start_count > 0)
+    STAX_GOTO_IF_ERROR(status, stax_vm_insert_guards(program, starts, start_count), cleanup);
   /* Every PROFILE_POINT names the segment it opens. */
   for (int32_t i = 0; i < program->instructions_count; i++) {
     stax_vm_instruction_t* ins = &program->instructions[i];

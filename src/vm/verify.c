@@ -310,6 +310,12 @@ static stax_status_t stax_vm_verify_misc_tables(const stax_vm_verifier_t* v) {
   }
   for (int32_t s = 0; s < program->signatures_count; s++) {
     const stax_vm_signature_t* signature = &program->signatures[s];
+    if (signature->count == STAX_VM_SIGNATURE_JIT) {
+      if (!stax_vm_in_range(signature->first, program->segments_count))
+        return stax_vm_reject(v, -1, "JIT signature %d names segment %d of %d", s,
+                              signature->first, program->segments_count);
+      continue;
+    }
     if (!stax_vm_span_ok(signature->first, signature->count, program->signature_entries_count))
       return stax_vm_reject(v, -1, "signature %d lies outside its entry table", s);
   }

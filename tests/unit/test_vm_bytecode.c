@@ -337,6 +337,34 @@ static void test_unfinalized_program(void) {
   stax_program_release(p);
 }
 
+/* The JIT's segment-call name is reserved: embedders cannot register it, and a program
+ * that calls it without a JIT guard matching first (a hand-built or corrupted one) gets an
+ * error, in JIT-off and JIT-on contexts alike. */
+static void test_reserved_jit_function(void) {
+  CHECK_ERROR(stax_vm_register_function(STAX_VM_JIT_FUNCTION, host_constant, &fast_value),
+              STAX_INVALID_ARGUMENT, "reserved");
+  CHECK_OK(stax_vm_register_function("test.slow", host_constant, &slow_value));
+  stax_program_t* program = build_dispatch_program(false, STAX_VM_JIT_FUNCTION);
+  if (!program) return;
+  int64_t matching[2] = {2, 3};
+  stax_tensor_t* match = vm_tensor(STAX_DTYPE_FLOAT32, 2, matching, NULL);
+  for (int jit = 0; jit < 2; jit++) {
+    stax_context_options_t options = {.jit = jit ? STAX_JIT_SYNC : STAX_JIT_OFF};
+    stax_context_t* context = NULL;
+    CHECK_OK(stax_context_create(vm_alloc(), program, &options, &context));
+    if (!context) continue;
+    stax_tensor_t* output = NULL;
+    CHECK_ERROR(stax_context_run(context, 1, &match, 1, &output), STAX_FAILED_PRECONDITION,
+                "without a JIT guard that matched");
+    CHECK(output == NULL);
+    stax_context_destroy(context);
+  }
+  stax_tensor_release(match);
+  stax_program_release(program);
+  stax_vm_unregister_function("test.slow");
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_jump_if_shape_unmatched), STAX_TEST(test_profile_timing),
                STAX_TEST(test_host_function_errors), STAX_TEST(test_verifier_rejects_corruption),
-               STAX_TEST(test_verifier_compute_rules), STAX_TEST(test_unfinalized_program))
+               STAX_TEST(test_verifier_compute_rules), STAX_TEST(test_unfinalized_program),
+               STAX_TEST(test_reserved_jit_function))

@@ -517,9 +517,54 @@ static void test_stats_json(void) {
   stax_program_release(program);
 }
 
+/* A view between groups whose layout the tier mispredicts: Relu -> Transpose [B, 8, S] ->
+ * Reshape [B, 2, 4, S] (a view of the transposed strides, predicted contiguous) -> Sigmoid.
+ * The second kernel refuses its argument at run time: that call interprets the segment, the
+ * version is dropped (a failure, not retried) and later calls interpret; every result
+ * matches the interpreter and no kernel outlives the program. */
+static void test_view_misprediction(void) {
+  if (!have_backend()) return;
+  uint64_t live_before = stax_jit_stats().live_kernels;
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[3] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 2, 64), vm_const(g, 8)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 3, dims);
+  int64_t perm[3] = {0, 2, 1}, shape[4] = {0, 2, 4, -1}, four[1] = {4};
+  stax_attr_t perm_attr = stax_attr_ints("perm", 3, perm);
+  stax_value_id_t sv = vm_initializer(g, "shape", STAX_DTYPE_INT64, 1, four, shape);
+  stax_value_id_t t = vm_unary(g, STAX_OP_Relu, "relu", x);
+  t = vm_node(g, STAX_OP_Transpose, "t", 1, &t, 1, &perm_attr);
+  stax_value_id_t r_in[2] = {t, sv};
+  t = vm_node(g, STAX_OP_Reshape, "split", 2, r_in, 0, NULL);
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sig", t));
+  stax_program_t* program = finish(g);
+  stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 8);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {31};
+  int mismatches = 0;
+  for (int round = 0; round < 12; round++) {
+    int64_t xd[3] = {round % 2 ? 2 : 3, round % 2 ? 7 : 5, 8};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 3, xd)};
+    if (!run_both(jit, interp, 1, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.compiles, 2);  /* one per signature, never retried */
+  CHECK_EQ_INT(total.failures, 2);  /* both dropped at their first run */
+  CHECK_EQ_INT(total.versions, 0);
+  CHECK_EQ_INT(total.hits, 2);      /* the calls that found the kernels, then interpreted */
+  CHECK_EQ_INT(total.misses, 10);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+  CHECK_EQ_INT((int)(stax_jit_stats().live_kernels - live_before), 0);
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),
                STAX_TEST(test_differential_matmul), STAX_TEST(test_eviction),
                STAX_TEST(test_mixed_plan), STAX_TEST(test_compile_failure), STAX_TEST(test_verify_mode), STAX_TEST(test_verify_mismatch),
                STAX_TEST(test_threads_background), STAX_TEST(test_stats_json),
                STAX_TEST(test_views_between_groups),
-               STAX_TEST(test_views_between_groups_verify))
+               STAX_TEST(test_views_between_groups_verify),
+               STAX_TEST(test_view_misprediction))

@@ -596,7 +596,7 @@ static void test_header_errors(void) {
     uint64_t value;
     const char* needle;
   } patches[] = {
-      {8, 4, 2, "format version 2 is not supported"},
+      {8, 4, 1, "format version 1 is not supported"},
       {12, 4, 0x04030201, "byte-order marker 04030201"},
       {16, 8, 12345, "different instruction set"},
       {24, 8, size - STAX_VM_FILE_HEADER_SIZE + 1, "truncated: its header declares"},
