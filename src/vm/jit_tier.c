@@ -633,8 +633,28 @@ fail:
   return status;
 }
 
-/* Compiles every group of a version; on any failure nothing is kept. Runs without the cache
- * lock (compiles are slow; the backend serializes its own LLVM use). */
+/* Compiles group g of a version into *out_kernel: NULL (and OK) when the group is left to
+ * the interpreter: dead shape arithmetic, or not fusible while other groups may be. Runs
+ * without the cache lock (compiles are slow; the backend serializes its own LLVM use). */
+static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_desc* descs,
+                                       int32_t count, int32_t g, bool keep_texts,
+                                       stax_jit_kernel_t** out_kernel) {
+  *out_kernel = NULL;
+  /* Nothing it computes is used after it (dead shape arithmetic): interpreted. */
+  if (descs[g].group.output_count < 1 && count > 1) return STAX_OK;
+  stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts};
+  stax_status_t status = stax_jit_compile_group(backend, &descs[g].group, &options, out_kernel);
+  if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
+    /* Not fusible: this group is interpreted inside an otherwise compiled segment. */
+    STAX_LOG(JIT, "group %s interpreted: %s", descs[g].name, stax_status_message(status));
+    stax_status_free(status);
+    *out_kernel = NULL;
+    return STAX_OK;
+  }
+  return status;
+}
+
+/* Compiles every group of a version (sync mode); on any failure nothing is kept. */
 static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep_texts,
                                  stax_jit_kernel_t** kernels, double* out_ms) {
   double start = jit_now_ms();
@@ -642,22 +662,8 @@ static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep
   stax_status_t status = stax_jit_backend_get(&backend);
   int32_t compiled = 0;
   for (int32_t g = 0; g < count && !status; g++) {
-    if (descs[g].group.output_count < 1 && count > 1) {
-      /* Nothing it computes is used after it (dead shape arithmetic): interpreted. */
-      kernels[g] = NULL;
-      continue;
-    }
-    stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts};
-    status = stax_jit_compile_group(backend, &descs[g].group, &options, &kernels[g]);
-    if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
-      /* Not fusible: this group is interpreted inside an otherwise compiled segment. */
-      STAX_LOG(JIT, "group %s interpreted: %s", descs[g].name, stax_status_message(status));
-      stax_status_free(status);
-      status = STAX_OK;
-      kernels[g] = NULL;
-    } else if (!status) {
-      compiled++;
-    }
+    status = jit_compile_group(backend, descs, count, g, keep_texts, &kernels[g]);
+    if (!status && kernels[g]) compiled++;
   }
   if (!status && compiled == 0)
     status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
@@ -703,6 +709,31 @@ static void jit_finish(jit_cache* cache, int32_t s, uint64_t hash, const int64_t
 
 /* ---- the background compiler ---------------------------------------------------------------- */
 
+/* Publishes kernel g of a background job into its version as soon as it is compiled, so
+ * calls pick up each group's kernel as it lands (the other groups interpret meanwhile: the
+ * hit path treats a NULL kernel as "interpret this group"). The first kernel makes the
+ * version READY. Under the lock. false when the version is gone (evicted, the tracked
+ * signatures trimmed, or dropped) or the program is going away: the caller stops compiling. */
+static bool jit_publish(jit_cache* cache, const jit_job* job, int32_t g, stax_jit_kernel_t* kernel) {
+  jit_segment* seg = &cache->segments[job->segment];
+  jit_version* ver = jit_version_find(seg, job->hash, job->sig, job->sig_count);
+  if (ver && ver->state == VERSION_FAILED) ver = NULL;
+  if (ver && !ver->kernels) ver->kernels = calloc((size_t)job->group_count, sizeof(*ver->kernels));
+  if (cache->stop || !ver || !ver->kernels) {
+    if (kernel) stax_jit_kernel_release(kernel);
+    return false;
+  }
+  if (!kernel) return true;
+  ver->kernels[g] = kernel;
+  if (ver->state != VERSION_READY) {
+    ver->state = VERSION_READY;
+    ver->last_use = ++cache->clock;
+    seg->stats.versions++;
+    jit_enforce_caps(seg, cache->max_versions);
+  }
+  return true;
+}
+
 static void* jit_thread_main(void* arg) {
   jit_cache* cache = arg;
   pthread_mutex_lock(&cache->lock);
@@ -715,14 +746,42 @@ static void* jit_thread_main(void* arg) {
     cache->busy++;
     bool keep_texts = cache->keep_texts; /* read under the lock; stax source / k.source */
     pthread_mutex_unlock(&cache->lock);
-    stax_jit_kernel_t** kernels = calloc((size_t)job->group_count, sizeof(*kernels));
-    double ms = 0;
-    stax_status_t status =
-        kernels ? jit_compile(job->descs, job->group_count, keep_texts, kernels, &ms)
-                : stax_status_make(STAX_OUT_OF_MEMORY, "jit: kernels");
+    double start = jit_now_ms();
+    stax_jit_backend_t* backend = NULL;
+    stax_status_t status = stax_jit_backend_get(&backend);
+    int32_t compiled = 0;
+    bool alive = true;
+    for (int32_t g = 0; g < job->group_count && !status && alive; g++) {
+      stax_jit_kernel_t* kernel = NULL;
+      status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, &kernel);
+      if (status && compiled > 0) {
+        /* Later groups failing keeps what landed: this one is interpreted. */
+        STAX_LOG(JIT, "group %s interpreted: %s", job->descs[g].name, stax_status_message(status));
+        stax_status_free(status);
+        status = STAX_OK;
+      }
+      if (status) break;
+      pthread_mutex_lock(&cache->lock);
+      alive = jit_publish(cache, job, g, kernel);
+      pthread_mutex_unlock(&cache->lock);
+      if (alive && kernel) compiled++;
+    }
+    if (!status && alive && compiled == 0)
+      status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
+    double ms = jit_now_ms() - start;
     pthread_mutex_lock(&cache->lock);
-    jit_finish(cache, job->segment, job->hash, job->sig, job->sig_count, kernels, status, ms,
-               cache->max_versions);
+    jit_segment* seg = &cache->segments[job->segment];
+    if (status) {
+      jit_finish(cache, job->segment, job->hash, job->sig, job->sig_count, NULL, status, ms,
+                 cache->max_versions);
+    } else {
+      seg->stats.compile_ms += ms;
+      if (alive) {
+        seg->stats.compiles++;
+        STAX_LOG(JIT, "segment %d: compiled (%d group(s)) in %.2f ms", job->segment,
+                 seg->plan.group_count, ms);
+      }
+    }
     cache->busy--;
     jit_job_free(job);
     if (!cache->head && !cache->busy) pthread_cond_broadcast(&cache->idle);
