@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 
 jobs=${STAX_BUILD_JOBS:-$(nproc)}
+# A fresh JIT object cache for this run, so every run exercises compiling and loading alike
+# and nothing is left in the user's cache folder.
+export STAX_JIT_CACHE_DIR="$PWD/build/jit-cache-test"
+rm -rf "$STAX_JIT_CACHE_DIR"
 
 echo "== build (release) =="
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -16,6 +16,9 @@ typedef void (*stax_jit_stage_fn)(void* const* buffers, int64_t begin, int64_t e
  * (stax_jit_text_free_string) and may be NULL. */
 typedef struct stax_jit_code_t {
   void* handle; /* the backend's (resource tracker, module...) */
+  uint64_t cache_key; /* the backend's: the symbol's key when it came from / went to the
+                       * object cache, else 0 */
+  bool from_cache;    /* loaded from the object cache: no optimization or code generation */
   int32_t stage_count;
   stax_jit_stage_fn* stages; /* stage_count entries, allocated with the allocator */
   char* llvm_ir;

@@ -56,7 +56,7 @@ struct stax_jit_kernel_s {
 /* ---- statistics -------------------------------------------------------------------------- */
 
 static atomic_uint_fast64_t stats_compiled, stats_not_fusible, stats_failed, stats_live;
-static atomic_uint_fast64_t stats_compile_micros;
+static atomic_uint_fast64_t stats_compile_micros, stats_cache_loads;
 
 stax_jit_stats_t stax_jit_stats(void) {
   stax_jit_stats_t stats = {
@@ -65,6 +65,7 @@ stax_jit_stats_t stax_jit_stats(void) {
       .failed = atomic_load(&stats_failed),
       .live_kernels = atomic_load(&stats_live),
       .total_compile_ms = (double)atomic_load(&stats_compile_micros) / 1000.0,
+      .cache_loads = atomic_load(&stats_cache_loads),
   };
   return stats;
 }
@@ -188,6 +189,7 @@ static stax_status_t compile_verified(stax_jit_backend_t* backend, const stax_ki
     goto fail;
   }
   atomic_fetch_add(&stats_compiled, 1);
+  if (kernel->code.from_cache) atomic_fetch_add(&stats_cache_loads, 1);
   atomic_fetch_add(&stats_live, 1);
   atomic_fetch_add(&stats_compile_micros,
                    (uint_fast64_t)((kernel->compile_ms + lower_ms) * 1000.0));

@@ -175,6 +175,7 @@ typedef struct stax_jit_stats_t {
   uint64_t failed;       /* other compile failures */
   uint64_t live_kernels; /* compiled and not yet freed */
   double total_compile_ms;
+  uint64_t cache_loads;  /* of the compiled ones: loaded from the object cache */
 } stax_jit_stats_t;
 stax_jit_stats_t stax_jit_stats(void);
 

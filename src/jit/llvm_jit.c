@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "jit/backend.h"
+#include "jit/object_cache.h"
 #include "jit/text.h"
 
 #if STAX_HAVE_LLVM
@@ -45,6 +46,10 @@ typedef struct llvm_backend_t {
   char* features;
   stax_llvm_target_t target;
   atomic_uint_fast64_t next_symbol;
+  /* Object cache: keys whose symbols are defined in the JIT now (one definition per name;
+   * a second live copy of the same kernel gets a serial name and skips the cache). */
+  uint64_t* live_keys;
+  int32_t live_key_count, live_key_capacity;
 } llvm_backend_t;
 
 static llvm_backend_t backend_state = {.mutex = PTHREAD_MUTEX_INITIALIZER};
@@ -74,6 +79,9 @@ static void backend_dispose(void) {
   LLVMDisposeMessage(b->cpu);
   LLVMDisposeMessage(b->features);
   b->triple = b->cpu = b->features = NULL;
+  free(b->live_keys);
+  b->live_keys = NULL;
+  b->live_key_count = b->live_key_capacity = 0;
   pthread_mutex_unlock(&b->mutex);
 }
 
@@ -202,23 +210,125 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* ---- object cache (object_cache.h) --------------------------------------------------------- */
+
+static bool live_key_find(const llvm_backend_t* b, uint64_t key, int32_t* out_index) {
+  for (int32_t i = 0; i < b->live_key_count; i++)
+    if (b->live_keys[i] == key) {
+      if (out_index) *out_index = i;
+      return true;
+    }
+  return false;
+}
+
+static bool live_key_add(llvm_backend_t* b, uint64_t key) {
+  if (b->live_key_count == b->live_key_capacity) {
+    int32_t capacity = b->live_key_capacity ? 2 * b->live_key_capacity : 16;
+    uint64_t* grown = realloc(b->live_keys, (size_t)capacity * sizeof(*grown));
+    if (!grown) return false;
+    b->live_keys = grown;
+    b->live_key_capacity = capacity;
+  }
+  b->live_keys[b->live_key_count++] = key;
+  return true;
+}
+
+static void live_key_remove(llvm_backend_t* b, uint64_t key) {
+  int32_t i = -1;
+  if (live_key_find(b, key, &i)) b->live_keys[i] = b->live_keys[--b->live_key_count];
+}
+
+/* The cache key: everything the machine code depends on, spelled out (object_cache.h). NULL
+ * when the cache is off or unusable for this compile (texts asked for: they need the IR;
+ * an injected failure; an unknown build). */
+static char* cache_key(const llvm_backend_t* b, const stax_kir_kernel_t* kernel,
+                       const stax_jit_compile_options_t* options, char* dir, size_t dir_size) {
+  if ((options && (options->keep_llvm_ir || options->keep_assembly)) ||
+      !stax_jit_cache_dir(dir, dir_size) || stax_jit_build_identity() == 0)
+    return NULL;
+  char* ir = NULL;
+  stax_status_t printed = stax_kir_print(kernel, stax_allocator_system(), &ir);
+  if (printed != STAX_OK) {
+    stax_status_free(printed);
+    return NULL;
+  }
+  unsigned major = 0, minor = 0, patch = 0;
+  LLVMGetVersion(&major, &minor, &patch);
+  stax_jit_text_t text;
+  stax_jit_text_init(&text, stax_allocator_system());
+  stax_jit_text_appendf(&text, "stax jit object v1\nbuild %016llx\nllvm %u.%u.%u\n%s\n%s\n%s\n%s",
+                       (unsigned long long)stax_jit_build_identity(), major, minor, patch,
+                       b->triple, b->cpu, b->features, ir);
+  stax_jit_text_free_string(stax_allocator_system(), ir);
+  char* key = NULL;
+  stax_status_t status = stax_jit_text_finish(&text, &key);
+  if (status != STAX_OK) {
+    stax_status_free(status);
+    return NULL;
+  }
+  return key;
+}
+
+/* Code generation to an object in memory, stored in the cache, then linked into the JIT
+ * under `tracker` (so what runs is exactly what later processes will load). */
+static stax_status_t add_object(llvm_backend_t* b, LLVMOrcResourceTrackerRef tracker,
+                                LLVMMemoryBufferRef object) {
+  LLVMErrorRef error = LLVMOrcLLJITAddObjectFileWithRT(b->jit, tracker, object);
+  return error ? status_from_error(error, "adding the object") : STAX_OK;
+}
+
 /* Everything below runs with the mutex held. */
 static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* kernel,
                                     const stax_jit_compile_options_t* options,
                                     stax_allocator_t allocator, stax_jit_code_t* code) {
   char symbol[96];
-  unsigned long long serial = (unsigned long long)atomic_fetch_add(&b->next_symbol, 1);
-  snprintf(symbol, sizeof(symbol), "stax_k%llu", serial);
   bool keep_ir = options && options->keep_llvm_ir;
   bool keep_asm = options && options->keep_assembly;
+  /* With the object cache, the symbols are named by the key (the same in every process that
+   * loads the object); without it, or while another copy of this kernel is live, by a
+   * serial number. */
+  char dir[4096];
+  char* key = failure_requested(options) ? NULL : cache_key(b, kernel, options, dir, sizeof(dir));
+  size_t key_size = key ? strlen(key) : 0;
+  uint64_t key_hash = key ? stax_jit_cache_key_hash(key, key_size) : 0;
+  if (key && (key_hash == 0 || live_key_find(b, key_hash, NULL) || !live_key_add(b, key_hash))) {
+    stax_jit_text_free_string(stax_allocator_system(), key);
+    key = NULL;
+  }
+  if (key) {
+    snprintf(symbol, sizeof(symbol), "stax_c%016llx", (unsigned long long)key_hash);
+  } else {
+    unsigned long long serial = (unsigned long long)atomic_fetch_add(&b->next_symbol, 1);
+    snprintf(symbol, sizeof(symbol), "stax_k%llu", serial);
+  }
 
   LLVMOrcThreadSafeContextRef thread_context = LLVMOrcCreateNewThreadSafeContext();
   LLVMContextRef context = LLVMOrcThreadSafeContextGetContext(thread_context);
   LLVMModuleRef module = NULL;
   LLVMOrcResourceTrackerRef tracker = NULL;
-  double start = now_ms();
-  stax_status_t status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
-  double emitted = now_ms();
+  LLVMErrorRef error = NULL;
+  double start = now_ms(), emitted = start, optimized = start;
+  stax_status_t status = STAX_OK;
+  void* cached = NULL;
+  size_t cached_size = 0;
+  if (key && stax_jit_cache_load(dir, key, key_size, &cached, &cached_size)) {
+    tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(b->jit));
+    LLVMMemoryBufferRef object = LLVMCreateMemoryBufferWithMemoryRangeCopy(cached, cached_size, symbol);
+    free(cached);
+    status = add_object(b, tracker, object);
+    if (status == STAX_OK) {
+      code->from_cache = true;
+      goto link;
+    }
+    STAX_LOG(JIT, "object cache: %s; compiling instead", stax_status_message(status));
+    stax_status_free(status);
+    LLVMErrorRef remove_error = LLVMOrcResourceTrackerRemove(tracker);
+    if (remove_error) LLVMConsumeError(remove_error);
+    LLVMOrcReleaseResourceTracker(tracker);
+    tracker = NULL;
+  }
+  status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
+  emitted = now_ms();
   if (status != STAX_OK) goto fail;
   LLVMSetTarget(module, LLVMOrcLLJITGetTripleString(b->jit));
   LLVMSetDataLayout(module, LLVMOrcLLJITGetDataLayoutStr(b->jit));
@@ -236,9 +346,9 @@ static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* 
     if (status != STAX_OK) goto fail;
   }
   LLVMPassBuilderOptionsRef pass_options = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef error = LLVMRunPasses(module, "default<O3>", b->machine, pass_options);
+  error = LLVMRunPasses(module, "default<O3>", b->machine, pass_options);
   LLVMDisposePassBuilderOptions(pass_options);
-  double optimized = now_ms();
+  optimized = now_ms();
   if (error) {
     status = status_from_error(error, "optimization");
     goto fail;
@@ -258,14 +368,33 @@ static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* 
   }
 
   tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(b->jit));
-  LLVMOrcThreadSafeModuleRef thread_module =
-      LLVMOrcCreateNewThreadSafeModule(module, thread_context);
-  module = NULL; /* owned by the thread-safe module, then by the JIT */
-  error = LLVMOrcLLJITAddLLVMIRModuleWithRT(b->jit, tracker, thread_module);
-  if (error) {
-    status = status_from_error(error, "adding the module");
-    goto fail;
+  if (key) {
+    /* Machine code made here, by the same target machine settings the LLJIT uses, so the
+     * object that runs is the one later processes load. */
+    char* message = NULL;
+    LLVMMemoryBufferRef object = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(b->machine, module, LLVMObjectFile, &message,
+                                            &object)) {
+      status = stax_status_make(STAX_INTERNAL, "LLVM code generation of kernel '%s' failed: %s",
+                                kernel->name, message ? message : "");
+      LLVMDisposeMessage(message);
+      goto fail;
+    }
+    LLVMDisposeMessage(message);
+    stax_jit_cache_store(dir, key, key_size, LLVMGetBufferStart(object), LLVMGetBufferSize(object));
+    status = add_object(b, tracker, object);
+    if (status != STAX_OK) goto fail;
+  } else {
+    LLVMOrcThreadSafeModuleRef thread_module =
+        LLVMOrcCreateNewThreadSafeModule(module, thread_context);
+    module = NULL; /* owned by the thread-safe module, then by the JIT */
+    error = LLVMOrcLLJITAddLLVMIRModuleWithRT(b->jit, tracker, thread_module);
+    if (error) {
+      status = status_from_error(error, "adding the module");
+      goto fail;
+    }
   }
+link:
   status = stax_allocator_calloc(allocator, (size_t)kernel->stage_count + 1,
                                  sizeof(stax_jit_stage_fn), (void**)&code->stages);
   if (status != STAX_OK) goto fail;
@@ -282,13 +411,25 @@ static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* 
     /* The only way from an executor address to a callable pointer. */
     code->stages[s] = (stax_jit_stage_fn)(uintptr_t)address;
   }
-  LLVMOrcDisposeThreadSafeContext(thread_context); /* the module keeps its own reference */
+  if (module) LLVMDisposeModule(module); /* the object was made from it */
+  LLVMOrcDisposeThreadSafeContext(thread_context); /* a module added keeps its own reference */
   code->handle = tracker;
-  STAX_LOG(JIT, "kernel '%s' as %s: IR %.2f ms, O3 %.2f ms, machine code %.2f ms", kernel->name,
-           symbol, emitted - start, optimized - emitted, now_ms() - optimized);
+  code->cache_key = key ? key_hash : 0;
+  if (code->from_cache) {
+    STAX_LOG(JIT, "kernel '%s' as %s: loaded from the object cache in %.2f ms", kernel->name,
+             symbol, now_ms() - start);
+  } else {
+    STAX_LOG(JIT, "kernel '%s' as %s: IR %.2f ms, O3 %.2f ms, machine code %.2f ms%s",
+             kernel->name, symbol, emitted - start, optimized - emitted, now_ms() - optimized,
+             key ? " (stored in the object cache)" : "");
+  }
+  stax_jit_text_free_string(stax_allocator_system(), key);
   return STAX_OK;
 
 fail:
+  if (key) live_key_remove(b, key_hash);
+  stax_jit_text_free_string(stax_allocator_system(), key);
+  code->from_cache = false;
   if (module) LLVMDisposeModule(module);
   if (tracker) {
     LLVMErrorRef remove_error = LLVMOrcResourceTrackerRemove(tracker);
@@ -320,6 +461,7 @@ static void llvm_release(void* self, stax_jit_code_t* code, stax_allocator_t all
   llvm_backend_t* b = self;
   if (code->handle) {
     pthread_mutex_lock(&b->mutex);
+    if (code->cache_key) live_key_remove(b, code->cache_key);
     /* After exit-time disposal the code is gone with the JIT already. */
     if (b->jit) {
       LLVMErrorRef error = LLVMOrcResourceTrackerRemove(code->handle);

@@ -31,7 +31,9 @@ static void print_usage(FILE* f) {
           "\n"
           "Run 'stax <command> --help' for a command's options.\n"
           "Environment: STAX_LOG=channel,... (general, alloc, shape, ir, pass, vm, jit, onnx,\n"
-          "pool, or all) switches logging on; STAX_NUM_THREADS sets the thread count.\n",
+          "pool, or all) switches logging on; STAX_NUM_THREADS sets the thread count;\n"
+          "STAX_JIT_CACHE_DIR sets the folder of compiled JIT kernels kept across runs\n"
+          "(default ~/.cache/stax/jit), STAX_JIT_CACHE=0 turns that cache off.\n",
           "version", "print the stax version", "help", "print this text");
 }
 
