@@ -1,5 +1,5 @@
 # Thin wrapper over the README commands; CMake is the build system.
-.PHONY: all build demo test clean
+.PHONY: all build demo test tsan clean
 
 all: build
 
@@ -14,5 +14,8 @@ demo:
 test:
 	./scripts/test.sh
 
+tsan:
+	./scripts/tsan.sh
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test run (what `make test` and CI run): installs what is missing, builds stax twice
-# — optimized, and with AddressSanitizer + UndefinedBehaviorSanitizer — runs the C unit tests of
-# both builds through ctest, then the Python tests through pytest.
+# The whole test run (what `make test` and CI run): installs what is missing, builds stax three
+# times — optimized, with AddressSanitizer + UndefinedBehaviorSanitizer, and with
+# ThreadSanitizer — runs the C unit tests of the first two through ctest and the threaded ones
+# of the third (scripts/tsan.sh), then the Python tests through pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -26,6 +27,9 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== unit tests (asan+ubsan) =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+echo "== threaded tests (tsan) =="
+./scripts/tsan.sh
 
 echo "== python package (pip install -e .) =="
 .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -e .

@@ -6,14 +6,16 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stax/stax.h"
 
-static int stax_test_failures_ = 0;
-static int stax_test_checks_ = 0;
+/* Atomic: tests run checks on worker threads too (test_vm_threads, test_vm_jit). */
+static _Atomic int stax_test_failures_ = 0;
+static _Atomic int stax_test_checks_ = 0;
 
 #define CHECK(cond)                                                          \
   do {                                                                       \
