@@ -276,6 +276,93 @@ static void test_matmul_bias_activation(void) {
   stax_threadpool_destroy(pool);
 }
 
+/* The blocked nest (lower_matmul.c's choose_blocking): K cut into blocks (the boundaries of
+ * KC = 256 on AVX2, 128 on AVX-512, 512 on SSE crossed from both sides), a packed transposed
+ * A, row blocks and their leftover rows, the parallel column blocks and the panels they leave,
+ * epilogues run once after the last K block. A transposed A always takes the blocked nest once
+ * there are three row tiles; a long K (a B panel past half of L2) or a large A does too. */
+static void test_matmul_blocked(void) {
+  stax_jit_compile_options_t one = {.thread_count = 1};
+  static const int64_t depths[] = {1, 255, 256, 257, 1000, 3072};
+  for (size_t d = 0; d < sizeof(depths) / sizeof(depths[0]); d++) {
+    /* Transposed A (packed), odd M and N: edge rows, edge lanes. */
+    matmul_case(31, 37, depths[d], 1, 0, STAX_OP_Relu, d % 2 == 0, &one, NULL);
+    matmul_case(20, 48, depths[d], 1, 1, STAX_OP_Gelu, false, &one, NULL);
+  }
+  /* A long K with a row-major A: the B panel past half of L2, unpacked A. */
+  matmul_case(19, 33, 4500, 0, 0, STAX_OP_Tanh, true, &one, NULL);
+  /* A large A (past 4 MB): several row blocks, their leftover rows, K blocks. */
+  matmul_case(1100, 21, 1000, 0, 1, STAX_OP_Relu, true, &one, NULL);
+  /* Wide N (3072) with a transposed A. */
+  matmul_case(13, 3072, 300, 1, 0, STAX_OP_Sigmoid, false, &one, NULL);
+  /* Other vector widths: other MR, NR and KC. */
+  stax_jit_compile_options_t narrow = {.vector_bits = 128, .thread_count = 1};
+  stax_jit_compile_options_t wide = {.vector_bits = 512, .thread_count = 1};
+  matmul_case(40, 45, 1030, 1, 0, STAX_OP_Gelu, true, &narrow, NULL);
+  matmul_case(40, 45, 513, 1, 0, STAX_OP_Gelu, true, &narrow, NULL);
+  matmul_case(40, 70, 300, 1, 0, STAX_OP_Gelu, true, &wide, NULL);
+  matmul_case(40, 70, 129, 1, 1, STAX_OP_Relu, false, &wide, NULL);
+  /* Threads: the parallel column blocks, the panels they leave and the partial panel. */
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(tg_sys(), 4, &pool));
+  stax_jit_compile_options_t two = {.thread_count = 2}, four = {.thread_count = 4};
+  matmul_case(131, 77, 700, 1, 0, STAX_OP_Gelu, true, &two, pool);
+  matmul_case(50, 300, 1000, 1, 1, STAX_OP_Relu, false, &four, pool);
+  matmul_case(25, 3072, 257, 1, 0, STAX_OP_Relu, true, &four, pool);
+  matmul_case(19, 100, 4500, 0, 0, STAX_OP_Relu, false, &two, pool);
+  stax_threadpool_destroy(pool);
+}
+
+/* Gemm with alpha, beta * C and transA on the blocked nest: the epilogue applies alpha and
+ * beta * C once, after the last K block; and batched MatMul with broadcasting, blocked. */
+static void test_matmul_blocked_gemm_batched(void) {
+  for (int32_t variant = 0; variant < 2; variant++) {
+    test_group_t tg;
+    tg_init(&tg);
+    tg_grid = true;
+    int64_t m = 29, n = 35, k = 600;
+    int64_t a_dims[2] = {k, m}, b_dims[2] = {variant ? n : k, variant ? k : n};
+    int64_t out_dims[2] = {m, n}, c_dims[2] = {1, n};
+    int32_t a = tg_input(&tg, "a", STAX_DTYPE_FLOAT32, 2, a_dims);
+    int32_t b = tg_input(&tg, "b", STAX_DTYPE_FLOAT32, 2, b_dims);
+    int32_t c = tg_input(&tg, "c", STAX_DTYPE_FLOAT32, 2, c_dims);
+    tg_grid = false;
+    stax_node_attr_t attrs[4] = {tg_attr_int("transA", 1), tg_attr_int("transB", variant),
+                                 tg_attr_float("alpha", 0.5f), tg_attr_float("beta", -2.0f)};
+    int32_t inputs[3] = {a, b, c};
+    int32_t y = tg_node(&tg, STAX_OP_Gemm, 3, inputs, STAX_DTYPE_FLOAT32, 2, out_dims, 4, attrs);
+    int32_t activated = tg_node(&tg, STAX_OP_Relu, 1, &y, STAX_DTYPE_FLOAT32, 2, out_dims, 0, NULL);
+    tg_output(&tg, y);
+    tg_output(&tg, activated);
+    stax_jit_compile_options_t options = {.thread_count = variant ? 2 : 1};
+    CHECK_EQ_INT(tg_check(&tg, "gemm_blocked", &options, NULL, 1e-2, 1e-5), STAX_OK_CODE);
+    tg_free(&tg);
+  }
+  /* Batched: A broadcast over the batch (packed once) and per batch point (not packed). */
+  static const int64_t shapes[][2][2] = {{{1, 1}, {2, 3}}, {{2, 3}, {1, 3}}};
+  for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+    test_group_t tg;
+    tg_init(&tg);
+    tg_grid = true;
+    int64_t m = 20, n = 37, k = 700;
+    int64_t a_dims[4] = {shapes[s][0][0], shapes[s][0][1], m, k};
+    int64_t b_dims[4] = {shapes[s][1][0], shapes[s][1][1], k, n};
+    int64_t out_dims[4] = {2, 3, m, n};
+    int32_t a = tg_input_layout(&tg, "a", STAX_DTYPE_FLOAT32, 4, a_dims, 1, -4, 4);
+    int32_t b = tg_input(&tg, "b", STAX_DTYPE_FLOAT32, 4, b_dims);
+    int32_t residual = tg_input(&tg, "residual", STAX_DTYPE_FLOAT32, 4, out_dims);
+    tg_grid = false;
+    int32_t ab[2] = {a, b};
+    int32_t product = tg_node(&tg, STAX_OP_MatMul, 2, ab, STAX_DTYPE_FLOAT32, 4, out_dims, 0, NULL);
+    int32_t pr[2] = {product, residual};
+    int32_t y = tg_node(&tg, STAX_OP_Add, 2, pr, STAX_DTYPE_FLOAT32, 4, out_dims, 0, NULL);
+    tg_output(&tg, y);
+    stax_jit_compile_options_t options = {.thread_count = 2};
+    CHECK_EQ_INT(tg_check(&tg, "batched_blocked", &options, NULL, 1e-2, 1e-5), STAX_OK_CODE);
+    tg_free(&tg);
+  }
+}
+
 static void test_gemm_options(void) {
   for (int32_t variant = 0; variant < 4; variant++) {
     test_group_t tg;
@@ -336,6 +423,12 @@ static void test_batched_matmul(void) {
 static double seconds_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double thread_seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -415,6 +508,82 @@ static void test_matmul_performance(void) {
   stax_tensor_release(out[0]);
   stax_jit_kernel_release(kernel);
   tg_free(&tg);
+}
+
+/* Measures, never asserts: GFLOP/s of a plain MatMul [M, K] x [K, N] over shapes that stress
+ * the blocking (long K, wide N, one-row and few-row products) on pools of 1 and 2 threads, and
+ * each kernel's compile time. STAX_MATMUL_BENCH_RUNS raises the number of timed runs (best of
+ * them is printed; the machine this runs on is shared and noisy). */
+static void test_matmul_shapes_performance(void) {
+  stax_jit_backend_t* backend = tg_backend();
+  if (!backend) return;
+  /* M, N, K, and A's layout (1: a transposed view, as Gemm's transA reads it). */
+  static const int64_t shapes[][4] = {{512, 512, 512, 0}, {128, 768, 3072, 0},
+                                      {128, 3072, 768, 0}, {2048, 768, 768, 0},
+                                      {1, 768, 3072, 0},   {8, 3072, 768, 0},
+                                      {128, 768, 3072, 1}, {2048, 768, 768, 1}};
+  const char* env = getenv("STAX_MATMUL_BENCH_RUNS");
+  int32_t runs = env ? atoi(env) : 5;
+  if (runs < 1) runs = 1;
+  for (int32_t threads = 1; threads <= 2; threads++) {
+    stax_threadpool_t* pool = NULL;
+    CHECK_OK(stax_threadpool_create(tg_sys(), threads, &pool));
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+      int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+      test_group_t tg;
+      tg_init(&tg);
+      int64_t a_dims[2] = {m, k}, b_dims[2] = {k, n}, out_dims[2] = {m, n};
+      int32_t a =
+          tg_input_layout(&tg, "a", STAX_DTYPE_FLOAT32, 2, a_dims, (int32_t)shapes[s][3], -1, 1);
+      int32_t b = tg_input_layout(&tg, "b", STAX_DTYPE_FLOAT32, 2, b_dims, 0, -1, 1);
+      int32_t ab[2] = {a, b};
+      int32_t y = tg_node(&tg, STAX_OP_MatMul, 2, ab, STAX_DTYPE_FLOAT32, 2, out_dims, 0, NULL);
+      tg_output(&tg, y);
+      stax_jit_compile_options_t options = {.thread_count = threads};
+      stax_jit_kernel_t* kernel = NULL;
+      CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "matmul_shape"), &options, &kernel));
+      if (!kernel) {
+        tg_free(&tg);
+        continue;
+      }
+      stax_tensor_t* out[1] = {NULL};
+      CHECK_OK(tg_run(&tg, kernel, pool, out)); /* warm up */
+      stax_tensor_t* inputs[2] = {tg.tensors[a], tg.tensors[b]};
+      double flops = 2.0 * (double)m * (double)n * (double)k, best = 1e30, best_cpu = 1e30;
+      /* Small products are repeated inside each timing so the clock's resolution and the
+       * pool's wake-up do not dominate. */
+      int32_t reps = (int32_t)(2e8 / flops) + 1;
+      for (int32_t r = 0; r < runs; r++) {
+        double start = seconds_now(), start_cpu = thread_seconds_now();
+        for (int32_t rep = 0; rep < reps; rep++)
+          CHECK_OK(stax_jit_kernel_run(kernel, 2, inputs, 1, out, pool));
+        double elapsed = (seconds_now() - start) / reps;
+        double elapsed_cpu = (thread_seconds_now() - start_cpu) / reps;
+        if (elapsed < best) best = elapsed;
+        if (elapsed_cpu < best_cpu) best_cpu = elapsed_cpu;
+      }
+      /* With one thread everything runs on this one, so its CPU time excludes the time the
+       * shared machine took it away. */
+      char cpu[64] = "";
+      if (threads == 1) snprintf(cpu, sizeof(cpu), ", %.1f GFLOP/s of CPU time", flops / best_cpu * 1e-9);
+      printf("  matmul M=%lld N=%lld K=%lld%s, %d thread%s: %.1f GFLOP/s (%.3f ms)%s, compile %.1f ms\n",
+             (long long)m, (long long)n, (long long)k, shapes[s][3] ? " A^T" : "", (int)threads,
+             threads > 1 ? "s" : "",
+             flops / best * 1e-9, best * 1e3, cpu,
+             stax_jit_kernel_compile_ms(kernel) + stax_jit_kernel_lower_ms(kernel));
+      if (threads == 1) {
+        /* The measured kernels are checked too. */
+        stax_tensor_t* expected[1] = {NULL};
+        CHECK_OK(tg_reference(&tg, expected));
+        CHECK_EQ_INT(tg_compare("matmul_shape", out[0], expected[0], 1e-3, 1e-3), 0);
+        stax_tensor_release(expected[0]);
+      }
+      stax_tensor_release(out[0]);
+      stax_jit_kernel_release(kernel);
+      tg_free(&tg);
+    }
+    stax_threadpool_destroy(pool);
+  }
 }
 
 /* Measures, never asserts: a fused row kernel and elementwise chain against the generic kernels
@@ -562,5 +731,7 @@ STAX_TEST_MAIN(STAX_TEST(test_softmax_rows), STAX_TEST(test_layernorm_rows),
                STAX_TEST(test_reduce_rows), STAX_TEST(test_reduction_chains),
                STAX_TEST(test_rows_not_fusible), STAX_TEST(test_matmul_bias_activation),
                STAX_TEST(test_gemm_options), STAX_TEST(test_batched_matmul),
-               STAX_TEST(test_matmul_performance), STAX_TEST(test_fusion_performance),
+               STAX_TEST(test_matmul_blocked), STAX_TEST(test_matmul_blocked_gemm_batched),
+               STAX_TEST(test_matmul_performance), STAX_TEST(test_matmul_shapes_performance),
+               STAX_TEST(test_fusion_performance),
                STAX_TEST(test_compile_times))
