@@ -1017,18 +1017,18 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;
   }
-  /* Views of external values first, so the signature sees the strides the kernels will get
-   * (on a miss the interpreter runs them again: metadata only, same result). The plan is
-   * immutable once built, so the lock is not needed for it. */
-  if (plan->pre_count) {
-    pthread_mutex_unlock(&cache->lock);
-    for (int32_t p = 0; p < plan->pre_count; p++)
-      STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, ctx->program->code + plan->pre_words[p]));
-    pthread_mutex_lock(&cache->lock);
-  }
+  /* Outside the lock (the plan is immutable once built; the signature goes to this
+   * context's scratch): views of external values first, so the signature sees the strides
+   * the kernels will get (on a miss the interpreter runs them again: metadata only, same
+   * result), then the signature. */
+  pthread_mutex_unlock(&cache->lock);
+  for (int32_t p = 0; p < plan->pre_count; p++)
+    STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, ctx->program->code + plan->pre_words[p]));
   int32_t sig_count = 0;
   uint64_t hash = 0;
-  if (!jit_signature(ctx, plan, frame->sig, &sig_count, &hash)) {
+  bool signed_ok = jit_signature(ctx, plan, frame->sig, &sig_count, &hash);
+  pthread_mutex_lock(&cache->lock);
+  if (!signed_ok) {
     seg->stats.misses++;
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;

@@ -1,6 +1,6 @@
 /* The JIT tier (src/vm/jit_tier.c): differential runs of JIT and interpreter over random shape
  * sequences (alternating, growing, repeating) for each segment kind (elementwise chains, row
- * kernels, MatMul + epilogue), LRU eviction with a version cap of 1 (kernels freed only when
+ * kernels, MatMul + epilogue, Conv + epilogue), LRU eviction with a version cap of 1 (kernels freed only when
  * unused: no leak, no use after free under ASan), compile-failure fallback, verify mode, and
  * four threads running while a background compiler works. Skipped without an LLVM backend. */
 #include <pthread.h>
@@ -79,7 +79,31 @@ static stax_program_t* build_matmul(void) {
   return finish(g);
 }
 
-typedef enum { KIND_EW, KIND_ROWS, KIND_MM } kind_t;
+/* Conv + bias + Relu, scaled per channel: Relu(Conv(x[N, 3, H, W], w[4, 3, 3, 3], b, pads 1))
+ * * scale[4, 1, 1]. */
+static stax_program_t* build_conv(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 8), vm_const(g, 3), vm_symbol(g, "H", 1, 64),
+                               vm_symbol(g, "W", 1, 64)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  float w[108], b[4], scale[4];
+  for (int i = 0; i < 108; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
+  for (int i = 0; i < 4; i++) {
+    b[i] = 0.1f * (float)(i - 2);
+    scale[i] = 0.5f + 0.25f * (float)i;
+  }
+  int64_t w_dims[4] = {4, 3, 3, 3}, b_dims[1] = {4}, s_dims[3] = {4, 1, 1};
+  int64_t pads[4] = {1, 1, 1, 1};
+  stax_value_id_t conv_in[3] = {x, vm_initializer(g, "w", STAX_DTYPE_FLOAT32, 4, w_dims, w),
+                                vm_initializer(g, "b", STAX_DTYPE_FLOAT32, 1, b_dims, b)};
+  stax_value_id_t sv = vm_initializer(g, "scale", STAX_DTYPE_FLOAT32, 3, s_dims, scale);
+  stax_attr_t attrs[1] = {stax_attr_ints("pads", 4, pads)};
+  stax_value_id_t c = vm_node(g, STAX_OP_Conv, "conv", 3, conv_in, 1, attrs);
+  vm_output(g, vm_binary(g, STAX_OP_Mul, "scale", vm_unary(g, STAX_OP_Relu, "relu", c), sv));
+  return finish(g);
+}
+
+typedef enum { KIND_EW, KIND_ROWS, KIND_MM, KIND_CONV } kind_t;
 
 /* Inputs for (b, s) of a model kind; returns the input count. */
 static int32_t make_inputs(kind_t kind, vm_rng_t* rng, int64_t b, int64_t s, stax_tensor_t** in) {
@@ -95,13 +119,23 @@ static int32_t make_inputs(kind_t kind, vm_rng_t* rng, int64_t b, int64_t s, sta
     in[1] = vm_random_f32(rng, 2, zd);
     return 2;
   }
+  if (kind == KIND_CONV) {
+    int64_t xd[4] = {1 + b % 3, 3, b, s};
+    in[0] = vm_random_f32(rng, 4, xd);
+    return 1;
+  }
   int64_t xd[3] = {b, s, 8};
   in[0] = vm_random_f32(rng, 3, xd);
   return 1;
 }
 
 static stax_program_t* build(kind_t kind) {
-  return kind == KIND_EW ? build_elementwise() : kind == KIND_ROWS ? build_rows() : build_matmul();
+  switch (kind) {
+    case KIND_EW: return build_elementwise();
+    case KIND_ROWS: return build_rows();
+    case KIND_MM: return build_matmul();
+    default: return build_conv();
+  }
 }
 
 static stax_context_t* jit_context(stax_program_t* program, stax_jit_mode_t mode,
@@ -225,6 +259,9 @@ static void test_differential_rows(void) {
 }
 static void test_differential_matmul(void) {
   if (have_backend()) differential(KIND_MM);
+}
+static void test_differential_conv(void) {
+  if (have_backend()) differential(KIND_CONV);
 }
 
 /* Attention-like views between computes of one segment:
@@ -583,7 +620,8 @@ static void test_view_misprediction(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),
-               STAX_TEST(test_differential_matmul), STAX_TEST(test_eviction),
+               STAX_TEST(test_differential_matmul), STAX_TEST(test_differential_conv),
+               STAX_TEST(test_eviction),
                STAX_TEST(test_mixed_plan), STAX_TEST(test_compile_failure), STAX_TEST(test_verify_mode), STAX_TEST(test_verify_mismatch),
                STAX_TEST(test_threads_background), STAX_TEST(test_stats_json),
                STAX_TEST(test_views_between_groups),
