@@ -204,6 +204,11 @@ typedef struct stax_kir_kernel_t {
   /* Set by lowering when an output may be the very same view as an input (elementwise
    * kernels: each element is read before it is written, by the same iteration). */
   bool in_place_safe;
+  /* Set by lowering when the same expressions are emitted many times (the matmul epilogue,
+   * once per tile variant): the backend then calls transcendental functions (exp, erf,
+   * tanh...) out of line instead of inlining their polynomials at every copy, which keeps
+   * compile time and code size down at the cost of a call per vector in the epilogue. */
+  bool compact_math;
   stax_status_t status; /* first builder error, owned */
 } stax_kir_kernel_t;
 

@@ -203,6 +203,40 @@ static const char* libm_name(stax_kir_unary_op_t op, bool f64) {
   }
 }
 
+static void add_target_attributes(codegen_t* cg, LLVMValueRef function);
+static void add_enum_attribute(codegen_t* cg, LLVMValueRef function, LLVMAttributeIndex index,
+                               const char* name);
+
+typedef LLVMValueRef (*math_emitter_fn)(stax_llvm_emitter_t* em, LLVMValueRef x);
+
+/* kir->compact_math: one internal, never-inlined function per (function, vector type) in the
+ * module, "stax_math_erf_8", called wherever the kernel needs it. */
+static LLVMValueRef emit_math_call(codegen_t* cg, const char* what, math_emitter_fn emit,
+                                   LLVMValueRef x) {
+  stax_llvm_emitter_t* em = &cg->em;
+  if (!cg->kir->compact_math) return emit(em, x);
+  LLVMTypeRef type = LLVMTypeOf(x);
+  char name[64];
+  snprintf(name, sizeof(name), "stax_math_%s_%d", what, (int)stax_llvm_lanes(x));
+  LLVMTypeRef fn_type = LLVMFunctionType(type, &type, 1, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(em->module, name);
+  if (!fn) {
+    fn = LLVMAddFunction(em->module, name, fn_type);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_target_attributes(cg, fn);
+    add_enum_attribute(cg, fn, LLVMAttributeFunctionIndex, "noinline");
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(em->context, fn, "entry");
+    LLVMBuilderRef saved = em->builder;
+    LLVMBuilderRef body = LLVMCreateBuilderInContext(em->context);
+    LLVMPositionBuilderAtEnd(body, entry);
+    em->builder = body;
+    LLVMBuildRet(body, emit(em, LLVMGetParam(fn, 0)));
+    em->builder = saved;
+    LLVMDisposeBuilder(body);
+  }
+  return LLVMBuildCall2(em->builder, fn_type, fn, &x, 1, "");
+}
+
 static LLVMValueRef emit_unary_op(codegen_t* cg, stax_kir_unary_op_t op, stax_dtype_t dtype,
                                   LLVMValueRef x) {
   stax_llvm_emitter_t* em = &cg->em;
@@ -232,22 +266,22 @@ static LLVMValueRef emit_unary_op(codegen_t* cg, stax_kir_unary_op_t op, stax_dt
                            stax_llvm_const_float(em, type, INFINITY), "");
     }
     case STAX_KIR_EXP:
-      if (f32) return stax_llvm_exp_f32(em, x);
+      if (f32) return emit_math_call(cg, "exp", stax_llvm_exp_f32, x);
       break;
     case STAX_KIR_EXPM1:
-      if (f32) return stax_llvm_expm1_f32(em, x);
+      if (f32) return emit_math_call(cg, "expm1", stax_llvm_expm1_f32, x);
       break;
     case STAX_KIR_LOG:
-      if (f32) return stax_llvm_log_f32(em, x);
+      if (f32) return emit_math_call(cg, "log", stax_llvm_log_f32, x);
       break;
     case STAX_KIR_LOG1P:
-      if (f32) return stax_llvm_log1p_f32(em, x);
+      if (f32) return emit_math_call(cg, "log1p", stax_llvm_log1p_f32, x);
       break;
     case STAX_KIR_TANH:
-      if (f32) return stax_llvm_tanh_f32(em, x);
+      if (f32) return emit_math_call(cg, "tanh", stax_llvm_tanh_f32, x);
       break;
     case STAX_KIR_ERF:
-      if (f32) return stax_llvm_erf_f32(em, x);
+      if (f32) return emit_math_call(cg, "erf", stax_llvm_erf_f32, x);
       break;
     default: break;
   }

@@ -741,6 +741,8 @@ stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
   m.k = L->kernel;
   m.node = node;
   STAX_RETURN_IF_ERROR(analyze(&m));
+  /* The epilogue is emitted once per tile variant (and K block): keep its math out of line. */
+  m.k->compact_math = true;
   int32_t lanes = L->vector_lanes_f32;
   m.nr = 2 * lanes;
   m.mr = lanes >= 16 ? 12 : 6;
