@@ -1,6 +1,6 @@
 /* Lowering's entry point and its value machinery: checks a group description, gives its
- * inputs and outputs kernel buffers, classifies the nodes (elementwise, row op, matmul, or not
- * fusible) and hands the group to the family that lowers it; evaluates values as expressions
+ * inputs and outputs kernel buffers, classifies the nodes (elementwise, row op, matmul, conv,
+ * or not fusible) and hands the group to the family that lowers it; evaluates values as expressions
  * at the current point of the iteration space (see lower_internal.h). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -279,16 +279,26 @@ static stax_status_t add_buffers(lower_t* L) {
   return stax_kir_kernel_status(L->kernel);
 }
 
-/* Which family lowers the group: the node index of its matmul, -1 for a row kernel, -2 for an
- * elementwise one; UNIMPLEMENTED for anything else. */
-static stax_status_t classify(lower_t* L, int32_t* out_family) {
-  int32_t matmul = -1, rows = 0;
+/* Which family lowers the group, and its contraction node (MatMul/Gemm or Conv) when it has one;
+ * UNIMPLEMENTED for anything else. */
+typedef enum lower_family_e {
+  FAMILY_ELEMENTWISE,
+  FAMILY_ROWS,
+  FAMILY_MATMUL,
+  FAMILY_CONV,
+} lower_family_t;
+
+static stax_status_t classify(lower_t* L, lower_family_t* out_family, int32_t* out_node) {
+  int32_t matmul = -1, conv = -1, rows = 0;
   for (int32_t n = 0; n < L->group->node_count; n++) {
     const stax_jit_node_t* node = &L->group->nodes[n];
     stax_op_t op = node->node->op;
     if (lower_is_matmul_op(op)) {
       if (matmul >= 0) return lower_refuse(L, "more than one MatMul/Gemm");
       matmul = n;
+    } else if (lower_is_conv_op(op)) {
+      if (conv >= 0) return lower_refuse(L, "more than one Conv");
+      conv = n;
     } else if (lower_is_row_op(op)) {
       rows++;
     } else if (lower_is_elementwise(op)) {
@@ -298,8 +308,15 @@ static stax_status_t classify(lower_t* L, int32_t* out_family) {
                           node->node->name ? node->node->name : "");
     }
   }
+  /* One contraction per kernel: its epilogue is elementwise, in the contraction's space. */
+  if (matmul >= 0 && conv >= 0) return lower_refuse(L, "a Conv and a MatMul/Gemm in one group");
   if (matmul >= 0 && rows > 0) return lower_refuse(L, "a MatMul and a reduction in one group");
-  *out_family = matmul >= 0 ? matmul : rows > 0 ? -1 : -2;
+  if (conv >= 0 && rows > 0) return lower_refuse(L, "a Conv and a reduction in one group");
+  *out_node = matmul >= 0 ? matmul : conv;
+  *out_family = matmul >= 0 ? FAMILY_MATMUL
+                : conv >= 0 ? FAMILY_CONV
+                : rows > 0  ? FAMILY_ROWS
+                            : FAMILY_ELEMENTWISE;
   return STAX_OK;
 }
 
@@ -322,17 +339,17 @@ stax_status_t stax_jit_lower_group(const stax_jit_group_t* group,
     status = check_argument_list(group, group->output_count, group->outputs, STAX_JIT_VALUE_OUTPUT,
                                  L.buffer, group->input_count);
   if (status == STAX_OK) status = check_nodes(&L);
-  int32_t family = -2;
-  if (status == STAX_OK) status = classify(&L, &family);
+  lower_family_t family = FAMILY_ELEMENTWISE;
+  int32_t contraction = -1;
+  if (status == STAX_OK) status = classify(&L, &family, &contraction);
   if (status == STAX_OK) status = stax_kir_kernel_create(allocator, group_name(group), &L.kernel);
   if (status == STAX_OK) status = add_buffers(&L);
   if (status == STAX_OK) {
-    if (family >= 0) {
-      status = lower_matmul_group(&L, family);
-    } else if (family == -1) {
-      status = lower_row_group(&L);
-    } else {
-      status = lower_elementwise_group(&L);
+    switch (family) {
+      case FAMILY_MATMUL: status = lower_matmul_group(&L, contraction); break;
+      case FAMILY_CONV: status = lower_conv_group(&L, contraction); break;
+      case FAMILY_ROWS: status = lower_row_group(&L); break;
+      case FAMILY_ELEMENTWISE: status = lower_elementwise_group(&L); break;
     }
   }
   if (status == STAX_OK) status = stax_kir_kernel_status(L.kernel);

@@ -5,12 +5,14 @@
  *   lower_elementwise.c elementwise groups: broadcasting, dim collapsing, loops
  *   lower_rows.c        row kernels: reductions over the last axis with their neighbours
  *   lower_matmul.c      MatMul / Gemm with an elementwise epilogue
+ *   lower_conv.c        Conv (N-D, groups, pads, strides, dilations, bias) with an elementwise
+ *                       epilogue
  *
  * Values are evaluated lazily, as expressions, at the current point of the iteration space:
  * `forms[e]` is the affine index (over the kernel's loops) of iteration dim e. An external
  * value is a load whose index is sum(stride[d] * forms[e(d)]) over its non-broadcast dims
  * (numpy right alignment); a node's output is its op applied to its inputs' expressions; a
- * value a row kernel or matmul has already computed into a local is that local. Expressions
+ * value a row kernel, matmul or conv has already computed into a local is that local. Expressions
  * are memoized per value for the current point, which keeps shared subexpressions shared (the
  * printed IR and the compile stay linear in the group's size); every change of the point
  * bumps the memo stamp. */
@@ -99,5 +101,8 @@ const stax_kir_expr_t* lower_row_output_expr(lower_t* L, int32_t node, int32_t s
                                              lower_space_t space);
 bool lower_is_matmul_op(stax_op_t op);
 STAX_MUST_USE stax_status_t lower_matmul_group(lower_t* L, int32_t node);
+bool lower_is_conv_op(stax_op_t op);
+/* A group of one Conv (node) and elementwise nodes over its output's shape. */
+STAX_MUST_USE stax_status_t lower_conv_group(lower_t* L, int32_t node);
 
 #endif /* STAX_JIT_LOWER_INTERNAL_H_ */

@@ -1,0 +1,561 @@
+/* Conv with an elementwise epilogue, float32: a direct convolution as a register-tiled
+ * micro-kernel.
+ *
+ * Conv: X [N, C, D1..Ds], W [M, C/G, K1..Ks], optional B [M] -> Y [N, M, O1..Os], G groups
+ * (output channel m reads the input channels of group m / (M/G)). The output is cut into
+ * tiles of MR output channels (of one group) x NR positions along the innermost spatial dim
+ * (NR = two native vectors, MR = 6, or 12 with 512-bit vectors, as the matmul micro-kernel: the
+ * MR accumulators and the operands fill the vector registers). A tile is a vector loop over its
+ * NR positions holding MR accumulator locals; inside, the reduction loops walk (input channel
+ * of the group, K1, .., Ks): each step loads NR input values once (one unit-stride vector
+ * load) and fuses them with MR broadcast weights. The epilogue then
+ * runs on the accumulators while they are still in registers: + B, then the group's
+ * elementwise ops (bias Add, activation, residual Add...), and each output is stored once.
+ *
+ * Padding: the kernel IR's verifier proves every load in bounds, and loads cannot be masked,
+ * so a first stage copies X into a zero-padded scratch tensor [N, C, D1+pads, ..]; the compute
+ * then reads padded coordinates o*stride + k*dilation, always in range. Each scratch element
+ * is written once (border slabs zeroed, interior copied). The copy also makes a strided input
+ * contiguous, and when the conv strides the innermost dim (S > 1) it stores each padded row
+ * split by phase (position q at (q % S) * ceil(row / S) + q / S): the inputs a tap needs for
+ * consecutive outputs are then consecutive, so the compute's loads stay unit-stride vector
+ * loads instead of gathers (the row's taps become statements with constant offsets). Without
+ * padding, with unit conv stride and a unit-stride innermost dim, X is read directly.
+ *
+ * Output sizes and the auto_pad pads come from the generic kernel's window rules
+ * (stax_window_read / stax_window_forward in src/kernels/conv.c), so both tiers agree on every
+ * attribute combination.
+ *
+ * Loop nest (outer to inner): batch, group, the outer spatial dims, channel tiles, position
+ * tiles, then the tile. The parallel loop is the first of these with enough iterations for the
+ * threads (else the one with the most), moved to the front; when it is a tiled axis, its edge
+ * tile gets a stage of its own (a parallel loop must be alone in its stage). Edge tiles
+ * (M/G % MR channels, Os % NR positions) are the same code with fewer rows / lanes; an edge of
+ * positions wider than one native vector is cut into whole vectors and the rest (see
+ * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile.
+ *
+ * Not done: float64 and halves, a weight computed in the group, more than 4 spatial dims,
+ * packing W for wider channel tiles, blocking C for very deep inputs. */
+#include <string.h>
+
+#include "jit/lower_internal.h"
+#include "kernels/gemm.h"
+#include "runtime/tensor_internal.h"
+
+/* Spatial dims supported: keeps every affine index within STAX_KIR_MAX_INDEX_TERMS. */
+#define CONV_MAX_SPATIAL 4
+/* Multiply-adds one parallel task should get at least. */
+#define CONV_TASK_WORK 65536
+
+/* One axis of the loop nest around the tile. Full axes walk every coordinate; tiled axes
+ * (channels within a group, innermost positions) walk tiles of `tile` coordinates. */
+typedef enum axis_kind_e {
+  AXIS_BATCH,
+  AXIS_GROUP,
+  AXIS_OUTER,
+  AXIS_CHANNELS,
+  AXIS_POSITIONS
+} axis_kind_t;
+
+typedef struct axis_t {
+  axis_kind_t kind;
+  int32_t dim;    /* AXIS_OUTER: which spatial dim */
+  int64_t extent; /* coordinates */
+  int64_t tile;   /* 0 for full axes */
+  /* At the current point: the coordinate (full) or the tile's first coordinate (tiled), and
+   * the tile's size. */
+  stax_kir_index_t form;
+  int32_t size;
+} axis_t;
+
+typedef struct conv_t {
+  lower_t* L;
+  stax_kir_kernel_t* k;
+  int32_t node;
+  const char* name; /* the node's name, for messages */
+  int32_t x, w, bias, out;
+  int32_t spatial;
+  int64_t batch, channels, out_channels, group, cg, mg;
+  stax_window_t window;
+  /* What the compute reads: the padded scratch copy or X itself, strides over [N, C, D..]. */
+  bool padded;
+  int32_t source;
+  /* The copy's innermost dim split by phase when the conv strides it (stride S > 1): padded
+   * position q is stored at (q % S) * phase_length + q / S, so the taps of one output row are
+   * unit-stride runs. phases is S, or 1 without the split. */
+  int64_t phases, phase_length;
+  int64_t source_strides[STAX_MAX_RANK];
+  int32_t mr, nr;
+  axis_t axes[STAX_MAX_RANK + 1];
+  int32_t axis_count;
+  int32_t order[STAX_MAX_RANK + 1]; /* emission order (the parallel axis first) */
+  bool parallel;
+  int64_t grain;
+  int32_t tiles; /* counter for local names */
+} conv_t;
+
+bool lower_is_conv_op(stax_op_t op) {
+  return op == STAX_OP_Conv;
+}
+
+/* ---- analysis ---------------------------------------------------------------------------- */
+
+static bool same_dims(const stax_jit_value_t* a, int32_t rank, const int64_t* dims) {
+  return a->rank == rank && memcmp(a->dims, dims, sizeof(int64_t) * (size_t)rank) == 0;
+}
+
+/* The window geometry, through the generic kernel's attribute rules: they read the input's
+ * rank and dims from a tensor, so a descriptor with only those set stands in for X. */
+static stax_status_t read_window(conv_t* c) {
+  const stax_jit_node_t* node = &c->L->group->nodes[c->node];
+  const stax_jit_value_t* x = lower_value(c->L, c->x);
+  const stax_jit_value_t* w = lower_value(c->L, c->w);
+  stax_tensor_t shape = {.dtype = x->dtype, .rank = x->rank};
+  memcpy(shape.dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  stax_kernel_call_t call = {.node = node->node};
+  STAX_RETURN_IF_ERROR(stax_window_read(&call, &shape, &c->window));
+  const int64_t* kernel_shape = NULL;
+  int32_t given = -1;
+  STAX_RETURN_IF_ERROR(stax_node_attr_ints(node->node, "kernel_shape", &given, &kernel_shape));
+  for (int32_t i = 0; i < c->spatial; i++) {
+    if (w->dims[2 + i] < 1 ||
+        (given >= 0 && (given != c->spatial || kernel_shape[i] != w->dims[2 + i])))
+      return stax_status_make(STAX_INVALID_ARGUMENT,
+                              "Conv node '%s': weight dim %d (%lld) does not match kernel_shape",
+                              c->name, 2 + i, (long long)w->dims[2 + i]);
+    c->window.kernel[i] = w->dims[2 + i];
+  }
+  return stax_window_forward(&call, &c->window);
+}
+
+static stax_status_t analyze(conv_t* c) {
+  lower_t* L = c->L;
+  const stax_jit_node_t* node = &L->group->nodes[c->node];
+  c->name = node->node->name ? node->node->name : "";
+  c->x = node->inputs[0];
+  c->w = node->inputs[1];
+  c->bias = node->input_count > 2 ? node->inputs[2] : -1;
+  c->out = node->outputs[0];
+  if (c->x < 0 || c->w < 0 || c->out < 0)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "Conv node '%s' lacks X, W or Y", c->name);
+  const stax_jit_value_t* x = lower_value(L, c->x);
+  const stax_jit_value_t* w = lower_value(L, c->w);
+  const stax_jit_value_t* out = lower_value(L, c->out);
+  const stax_jit_value_t* b = c->bias >= 0 ? lower_value(L, c->bias) : NULL;
+  if (x->dtype != STAX_DTYPE_FLOAT32 || w->dtype != STAX_DTYPE_FLOAT32 ||
+      out->dtype != STAX_DTYPE_FLOAT32 || (b && b->dtype != STAX_DTYPE_FLOAT32))
+    return lower_refuse(L, "Conv node '%s' on %s (float32 only)", c->name,
+                        stax_dtype_name(x->dtype));
+  if (L->producer[c->x] >= 0 || L->producer[c->w] >= 0 ||
+      (c->bias >= 0 && L->producer[c->bias] >= 0))
+    return lower_refuse(L, "an operand of Conv node '%s' is computed in the group", c->name);
+  if (x->rank < 3 || x->rank - 2 > CONV_MAX_SPATIAL)
+    return lower_refuse(L, "Conv node '%s' with %d spatial dims (1 to %d supported)", c->name,
+                        (int)(x->rank - 2), CONV_MAX_SPATIAL);
+  c->spatial = x->rank - 2;
+  int64_t group = 1;
+  STAX_RETURN_IF_ERROR(stax_node_attr_int(node->node, "group", 1, &group));
+  c->batch = x->dims[0];
+  c->channels = x->dims[1];
+  c->out_channels = w->rank == x->rank ? w->dims[0] : -1;
+  c->group = group;
+  if (group < 1 || w->rank != x->rank || w->dims[1] * group != c->channels ||
+      c->out_channels % group != 0 || (b && (b->rank != 1 || b->dims[0] != c->out_channels)))
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "Conv node '%s': weight %s, bias or group %lld do not match input '%s'",
+                            c->name, lower_value_name(L, c->w), (long long)group,
+                            lower_value_name(L, c->x));
+  c->cg = c->channels / group;
+  c->mg = c->out_channels / group;
+  STAX_RETURN_IF_ERROR(read_window(c));
+  int64_t dims[STAX_MAX_RANK] = {c->batch, c->out_channels};
+  for (int32_t i = 0; i < c->spatial; i++) dims[2 + i] = c->window.output[i];
+  if (!same_dims(out, x->rank, dims))
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "Conv node '%s': output '%s' dims do not match the window", c->name,
+                            lower_value_name(L, c->out));
+
+  /* The epilogue runs in the output's space. */
+  L->rank = out->rank;
+  memcpy(L->dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
+  for (int32_t v = 0; v < L->group->value_count; v++) {
+    /* The operands need not fit unless the epilogue reads them too. */
+    if ((v == c->x || v == c->w || v == c->bias) && L->uses[v] == 1) continue;
+    bool used = L->uses[v] > 0 || L->producer[v] >= 0;
+    if (used && !lower_value_fits(L, v, 0, L->rank))
+      return lower_refuse(L, "value '%s' does not fit the Conv output", lower_value_name(L, v));
+  }
+  for (int32_t i = 0; i < L->group->output_count; i++) {
+    int32_t o = L->group->outputs[i];
+    if (!same_dims(lower_value(L, o), out->rank, out->dims))
+      return lower_refuse(L, "output '%s' is not Conv-shaped", lower_value_name(L, o));
+  }
+  return STAX_OK;
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static stax_kir_loop_t* add_loop(conv_t* c, stax_kir_block_t* block, const char* base,
+                                 int64_t extent) {
+  char name[32];
+  snprintf(name, sizeof(name), "%s%d", base, (int)c->k->loop_count);
+  return stax_kir_add_loop(c->k, block, name, extent);
+}
+
+static stax_kir_index_t loop_form(conv_t* c, const stax_kir_loop_t* loop, int64_t scale) {
+  stax_kir_index_t index = stax_kir_index_constant(0);
+  stax_kir_index_add_term(c->k, &index, stax_kir_loop_id(c->k, loop), scale);
+  return index;
+}
+
+/* ---- the padded copy --------------------------------------------------------------------- */
+
+/* buffer[base + z] = 0 for z in [0, count). */
+static void zero_fill(conv_t* c, stax_kir_block_t* block, const stax_kir_index_t* base,
+                      int64_t count) {
+  if (count <= 0) return;
+  stax_kir_loop_t* loop = add_loop(c, block, "z", count);
+  if (!loop) return;
+  loop->vector_width = c->L->vector_lanes_f32;
+  stax_kir_index_t index = *base;
+  stax_kir_index_add_term(c->k, &index, stax_kir_loop_id(c->k, loop), 1);
+  stax_kir_add_store(c->k, &loop->body, c->source, &index,
+                     stax_kir_float(c->k, STAX_DTYPE_FLOAT32, 0));
+}
+
+/* Spatial dim d of one (n, c) plane: its begin-pad slabs, its interior (recursing inward, the
+ * innermost dim copying a row), its end-pad slabs. `target` / `source` point at the current
+ * position of the dims before d. */
+/* The innermost dim of a phase-split copy: per phase b, the positions q = S*a + b below the
+ * begin pad (zeros), inside the input (copied, a gather of every S-th input value), and the
+ * rest of the phase (zeros). */
+static void pad_row_phases(conv_t* c, stax_kir_block_t* block, const stax_kir_index_t* target,
+                           const stax_kir_index_t* source) {
+  const stax_jit_value_t* x = lower_value(c->L, c->x);
+  int32_t last = c->spatial - 1;
+  int64_t stride = c->phases, length = c->phase_length, begin = c->window.pads[last];
+  int64_t input = c->window.input[last], x_stride = x->strides[2 + last];
+  for (int64_t b = 0; b < stride; b++) {
+    int64_t low = stax_ceil_div(begin - b, stride), high = stax_ceil_div(begin + input - b, stride);
+    low = low < 0 ? 0 : low > length ? length : low;
+    high = high < low ? low : high > length ? length : high;
+    stax_kir_index_t base = *target;
+    base.constant += b * length;
+    zero_fill(c, block, &base, low);
+    if (high > low) {
+      stax_kir_loop_t* loop = add_loop(c, block, "cx", high - low);
+      if (!loop) return;
+      loop->vector_width = c->L->vector_lanes_f32;
+      int32_t id = stax_kir_loop_id(c->k, loop);
+      stax_kir_index_t to = base, from = *source;
+      to.constant += low;
+      stax_kir_index_add_term(c->k, &to, id, 1);
+      from.constant += (stride * low + b - begin) * x_stride;
+      stax_kir_index_add_term(c->k, &from, id, stride * x_stride);
+      stax_kir_add_store(c->k, &loop->body, c->source, &to,
+                         stax_kir_load(c->k, c->L->buffer[c->x], &from));
+    }
+    stax_kir_index_t tail = base;
+    tail.constant += high;
+    zero_fill(c, block, &tail, length - high);
+  }
+}
+
+static void pad_dim(conv_t* c, stax_kir_block_t* block, int32_t d, const stax_kir_index_t* target,
+                    const stax_kir_index_t* source) {
+  if (d == c->spatial - 1 && c->phases > 1) {
+    pad_row_phases(c, block, target, source);
+    return;
+  }
+  const stax_window_t* win = &c->window;
+  const stax_jit_value_t* x = lower_value(c->L, c->x);
+  int64_t begin = win->pads[d], end = win->pads[c->spatial + d], input = win->input[d];
+  int64_t slab = c->source_strides[2 + d];
+  zero_fill(c, block, target, begin * slab);
+  if (input > 0) {
+    stax_kir_loop_t* loop = add_loop(c, block, d == c->spatial - 1 ? "cx" : "cd", input);
+    if (!loop) return;
+    int32_t id = stax_kir_loop_id(c->k, loop);
+    stax_kir_index_t inner_target = *target, inner_source = *source;
+    inner_target.constant += begin * slab;
+    stax_kir_index_add_term(c->k, &inner_target, id, slab);
+    stax_kir_index_add_term(c->k, &inner_source, id, x->strides[2 + d]);
+    if (d == c->spatial - 1) {
+      loop->vector_width = c->L->vector_lanes_f32;
+      stax_kir_add_store(c->k, &loop->body, c->source, &inner_target,
+                         stax_kir_load(c->k, c->L->buffer[c->x], &inner_source));
+    } else {
+      pad_dim(c, &loop->body, d + 1, &inner_target, &inner_source);
+    }
+  }
+  stax_kir_index_t tail = *target;
+  tail.constant += (begin + input) * slab;
+  zero_fill(c, block, &tail, end * slab);
+}
+
+static void emit_pad(conv_t* c) {
+  const stax_jit_value_t* x = lower_value(c->L, c->x);
+  int64_t dims[STAX_MAX_RANK] = {c->batch, c->channels};
+  for (int32_t i = 0; i < c->spatial; i++)
+    dims[2 + i] = c->window.input[i] + c->window.pads[i] + c->window.pads[c->spatial + i];
+  c->phase_length = stax_ceil_div(dims[x->rank - 1], c->phases);
+  dims[x->rank - 1] = c->phases * c->phase_length;
+  c->source = stax_kir_add_buffer(c->k, "padded", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32,
+                                  x->rank, dims, NULL);
+  stax_shape_contiguous_strides(x->rank, dims, c->source_strides);
+  if (c->batch == 0 || c->channels == 0) return;
+  /* Planes in parallel over the longer of N and C. */
+  stax_kir_block_t* block = stax_kir_add_stage(c->k, "pad");
+  bool channels_first = c->channels > c->batch;
+  int64_t outer = channels_first ? c->channels : c->batch;
+  int64_t inner = channels_first ? c->batch : c->channels;
+  stax_kir_loop_t* a = block ? add_loop(c, block, "pa", outer) : NULL;
+  stax_kir_loop_t* b = a ? add_loop(c, &a->body, "pb", inner) : NULL;
+  if (!b) return;
+  int64_t plane = c->source_strides[1];
+  a->parallel = outer > 1;
+  a->grain = plane * inner >= CONV_TASK_WORK ? 1 : CONV_TASK_WORK / (plane * inner + 1) + 1;
+  int32_t n = stax_kir_loop_id(c->k, channels_first ? b : a);
+  int32_t ch = stax_kir_loop_id(c->k, channels_first ? a : b);
+  stax_kir_index_t target = stax_kir_index_constant(0), source = stax_kir_index_constant(0);
+  stax_kir_index_add_term(c->k, &target, n, c->source_strides[0]);
+  stax_kir_index_add_term(c->k, &target, ch, c->source_strides[1]);
+  stax_kir_index_add_term(c->k, &source, n, x->strides[0]);
+  stax_kir_index_add_term(c->k, &source, ch, x->strides[1]);
+  pad_dim(c, &b->body, 0, &target, &source);
+}
+
+/* ---- the tile ---------------------------------------------------------------------------- */
+
+static const axis_t* find_axis(const conv_t* c, axis_kind_t kind, int32_t dim) {
+  for (int32_t a = 0; a < c->axis_count; a++)
+    if (c->axes[a].kind == kind && c->axes[a].dim == dim) return &c->axes[a];
+  return NULL;
+}
+
+/* One tile at the axes' current forms: `rows` output channels x `lanes` positions. */
+static void emit_tile(conv_t* c, stax_kir_block_t* block) {
+  lower_t* L = c->L;
+  stax_kir_kernel_t* k = c->k;
+  const stax_jit_value_t* w = lower_value(L, c->w);
+  const axis_t* batch = find_axis(c, AXIS_BATCH, 0);
+  const axis_t* group = find_axis(c, AXIS_GROUP, 0);
+  const axis_t* channels = find_axis(c, AXIS_CHANNELS, 0);
+  const axis_t* positions = find_axis(c, AXIS_POSITIONS, 0);
+  int32_t rows = channels->size, lanes = positions->size, last = c->spatial - 1;
+  int32_t tile = c->tiles++;
+  char name[32];
+  stax_kir_loop_t* columns = add_loop(c, block, "j", lanes);
+  if (!columns) return;
+  columns->vector_width = lanes;
+  int32_t j = stax_kir_loop_id(k, columns);
+  int32_t accumulators[32];
+  for (int32_t r = 0; r < rows; r++) {
+    snprintf(name, sizeof(name), "acc%d_%d", (int)tile, (int)r);
+    accumulators[r] = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
+    stax_kir_add_declare(k, &columns->body, accumulators[r],
+                         stax_kir_float(k, STAX_DTYPE_FLOAT32, 0));
+  }
+  /* The first output channel of the tile: g * (M/G) + tile base. */
+  stax_kir_index_t channel = channels->form;
+  stax_kir_index_add_scaled(k, &channel, &group->form, c->mg);
+  /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
+  stax_kir_index_t x_index = stax_kir_index_constant(0);
+  stax_kir_index_add_scaled(k, &x_index, &batch->form, c->source_strides[0]);
+  stax_kir_index_add_scaled(k, &x_index, &group->form, c->cg * c->source_strides[1]);
+  for (int32_t i = 0; i < last; i++)
+    stax_kir_index_add_scaled(k, &x_index, &find_axis(c, AXIS_OUTER, i)->form,
+                              c->window.strides[i] * c->source_strides[2 + i]);
+  /* Next output position: S input positions on, or the next slot of a phase-split row. */
+  int64_t lane_step = c->source_strides[2 + last] * (c->phases > 1 ? 1 : c->window.strides[last]);
+  stax_kir_index_add_scaled(k, &x_index, &positions->form, lane_step);
+  stax_kir_index_add_term(k, &x_index, j, lane_step);
+  stax_kir_index_t w_index = stax_kir_index_constant(0);
+  stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
+  /* Reduction loops over (ci, K1, .., Ks), extent-1 ones left out; the innermost is unrolled
+   * when long (a 1x1 conv's channel loop), short kernel loops LLVM unrolls by itself. */
+  stax_kir_block_t* body = &columns->body;
+  stax_kir_loop_t* innermost = NULL;
+  int32_t loop_dims = c->phases > 1 ? last : c->spatial;
+  for (int32_t d = -1; d < loop_dims; d++) {
+    int64_t extent = d < 0 ? c->cg : c->window.kernel[d];
+    if (extent == 1) continue;
+    stax_kir_loop_t* loop = add_loop(c, body, d < 0 ? "ci" : "kk", extent);
+    if (!loop) return;
+    int32_t id = stax_kir_loop_id(k, loop);
+    if (d < 0) {
+      stax_kir_index_add_term(k, &x_index, id, c->source_strides[1]);
+      stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
+    } else {
+      stax_kir_index_add_term(k, &x_index, id, c->window.dilations[d] * c->source_strides[2 + d]);
+      stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
+    }
+    body = &loop->body;
+    innermost = loop;
+  }
+  if (innermost && innermost->extent >= 8) innermost->unroll = 4;
+  /* A phase-split row's taps sit at constant offsets (tap * dilation in phase and slot): one
+   * statement group per tap instead of a loop. */
+  int64_t taps = c->phases > 1 ? c->window.kernel[last] : 1;
+  for (int64_t tap = 0; tap < taps; tap++) {
+    stax_kir_index_t x_tap = x_index, w_tap = w_index;
+    if (c->phases > 1) {
+      int64_t reach = tap * c->window.dilations[last];
+      x_tap.constant +=
+          ((reach % c->phases) * c->phase_length + reach / c->phases) * c->source_strides[2 + last];
+      w_tap.constant += tap * w->strides[2 + last];
+    }
+    snprintf(name, sizeof(name), "x%d_%d", (int)tile, (int)tap);
+    int32_t x_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
+    stax_kir_add_declare(k, body, x_local, stax_kir_load(k, c->source, &x_tap));
+    for (int32_t r = 0; r < rows; r++) {
+      stax_kir_index_t weight = w_tap;
+      weight.constant += r * w->strides[0];
+      const stax_kir_expr_t* product =
+          stax_kir_fma(k, stax_kir_load(k, L->buffer[c->w], &weight), stax_kir_local(k, x_local),
+                       stax_kir_local(k, accumulators[r]));
+      stax_kir_add_assign(k, body, accumulators[r], product);
+    }
+  }
+  /* The epilogue, channel by channel, at the tile's output points. */
+  const stax_jit_value_t* b = c->bias >= 0 ? lower_value(L, c->bias) : NULL;
+  for (int32_t r = 0; r < rows; r++) {
+    L->forms[0] = batch->form;
+    L->forms[1] = channel;
+    L->forms[1].constant += r;
+    for (int32_t i = 0; i < last; i++) L->forms[2 + i] = find_axis(c, AXIS_OUTER, i)->form;
+    L->forms[2 + last] = positions->form;
+    stax_kir_index_add_term(k, &L->forms[2 + last], j, 1);
+    lower_new_point(L);
+    const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
+    if (b) {
+      stax_kir_index_t bias_index = stax_kir_index_constant(0);
+      stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
+      value = stax_kir_binary(k, STAX_KIR_ADD, value,
+                              stax_kir_load(k, L->buffer[c->bias], &bias_index));
+    }
+    L->fixed[c->out] = value;
+    for (int32_t i = 0; i < L->group->output_count; i++)
+      lower_store_value(L, &columns->body, L->group->outputs[i], LOWER_FULL, L->rank);
+    L->fixed[c->out] = NULL;
+  }
+}
+
+/* ---- the loop nest ----------------------------------------------------------------------- */
+
+/* Tiles of a tiled axis, or coordinates of a full one; the count a parallel split sees. */
+static int64_t axis_count(const axis_t* a) {
+  return a->tile ? a->extent / a->tile : a->extent;
+}
+
+static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
+  if (!block) return;
+  if (level == c->axis_count) {
+    emit_tile(c, block);
+    return;
+  }
+  axis_t* a = &c->axes[c->order[level]];
+  bool parallel = level == 0 && c->parallel;
+  int64_t step = a->tile ? a->tile : 1;
+  int64_t full = axis_count(a), edge = a->tile ? a->extent % a->tile : 0;
+  if (full > 0) {
+    a->size = (int32_t)step;
+    if (full == 1 && !parallel) {
+      a->form = stax_kir_index_constant(0);
+      emit_axes(c, block, level + 1);
+    } else {
+      static const char* const names[] = {"n", "g", "o", "m", "p"};
+      stax_kir_loop_t* loop = add_loop(c, block, names[a->kind], full);
+      if (!loop) return;
+      loop->parallel = parallel;
+      if (parallel) loop->grain = c->grain;
+      a->form = loop_form(c, loop, step);
+      emit_axes(c, &loop->body, level + 1);
+    }
+  }
+  if (edge > 0) {
+    /* A parallel loop must be alone in its stage: the edge tile gets its own. */
+    stax_kir_block_t* edge_block =
+        parallel && full > 0 ? stax_kir_add_stage(c->k, "conv_edge") : block;
+    /* An edge of positions wider than one native vector but not a multiple of it is cut into
+     * whole vectors and the rest: LLVM legalizes such vectors (12 or 14 lanes on AVX2)
+     * element by element through the stack, several times slower than the two pieces. */
+    int64_t lanes = c->L->vector_lanes_f32;
+    int64_t first = a->kind == AXIS_POSITIONS && edge > lanes ? edge - edge % lanes : edge;
+    for (int64_t offset = 0; offset < edge; offset += first, first = edge - first) {
+      a->form = stax_kir_index_constant(full * step + offset);
+      a->size = (int32_t)first;
+      emit_axes(c, edge_block, level + 1);
+    }
+  }
+}
+
+static void plan_nest(conv_t* c) {
+  int32_t count = 0;
+  c->axes[count++] = (axis_t){.kind = AXIS_BATCH, .extent = c->batch};
+  c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->group};
+  for (int32_t i = 0; i + 1 < c->spatial; i++)
+    c->axes[count++] = (axis_t){.kind = AXIS_OUTER, .dim = i, .extent = c->window.output[i]};
+  c->axes[count++] = (axis_t){.kind = AXIS_CHANNELS, .extent = c->mg, .tile = c->mr};
+  c->axes[count++] =
+      (axis_t){.kind = AXIS_POSITIONS, .extent = c->window.output[c->spatial - 1], .tile = c->nr};
+  c->axis_count = count;
+  /* The parallel axis: the first with an iteration per thread, else the one with the most. */
+  int32_t threads = c->L->options->thread_count > 1 ? c->L->options->thread_count : 1;
+  int32_t chosen = -1, widest = 0;
+  for (int32_t a = 0; a < count; a++) {
+    if (chosen < 0 && axis_count(&c->axes[a]) >= threads) chosen = a;
+    if (axis_count(&c->axes[a]) > axis_count(&c->axes[widest])) widest = a;
+  }
+  if (chosen < 0) chosen = widest;
+  c->order[0] = chosen;
+  for (int32_t a = 0, at = 1; a < count; a++)
+    if (a != chosen) c->order[at++] = a;
+  int64_t iterations = axis_count(&c->axes[chosen]);
+  c->parallel = iterations > 1;
+  /* Multiply-adds per iteration of the parallel loop. */
+  double work = (double)c->cg * (double)c->out_channels * (double)c->batch;
+  for (int32_t i = 0; i < c->spatial; i++)
+    work *= (double)c->window.kernel[i] * (double)c->window.output[i];
+  work /= (double)(iterations > 0 ? iterations : 1);
+  c->grain = work >= CONV_TASK_WORK ? 1 : (int64_t)(CONV_TASK_WORK / (work + 1)) + 1;
+}
+
+stax_status_t lower_conv_group(lower_t* L, int32_t node) {
+  conv_t c;
+  memset(&c, 0, sizeof(c));
+  c.L = L;
+  c.k = L->kernel;
+  c.node = node;
+  STAX_RETURN_IF_ERROR(analyze(&c));
+  /* The epilogue is emitted once per tile variant: keep its math out of line. */
+  c.k->compact_math = true;
+  int32_t lanes = L->vector_lanes_f32;
+  c.nr = 2 * lanes;
+  c.mr = lanes >= 16 ? 12 : 6;
+  /* Rows narrower than a tile (late CNN stages: 7 or 14 wide) leave one vector per
+   * accumulator: twice the channels keep as many FMA chains in flight in the same registers. */
+  if (c.window.output[c.spatial - 1] < c.nr) c.mr *= 2;
+  int64_t total = 1;
+  for (int32_t d = 0; d < L->rank; d++) total *= L->dims[d];
+  if (total == 0) {
+    stax_kir_add_stage(c.k, "empty");
+    return stax_kir_kernel_status(c.k);
+  }
+  const stax_jit_value_t* x = lower_value(L, c.x);
+  bool pads = false;
+  for (int32_t i = 0; i < 2 * c.spatial; i++) pads = pads || c.window.pads[i] != 0;
+  /* A strided innermost dim is copied too: the compute's loads then move by the conv stride
+   * only (unit-stride vector loads at stride 1). */
+  c.phases = c.window.strides[c.spatial - 1];
+  c.padded = pads || c.phases > 1 || (x->strides[x->rank - 1] != 1 && x->dims[x->rank - 1] > 1);
+  if (c.padded) {
+    emit_pad(&c);
+  } else {
+    c.source = L->buffer[c.x];
+    memcpy(c.source_strides, x->strides, sizeof(int64_t) * (size_t)x->rank);
+  }
+  plan_nest(&c);
+  emit_axes(&c, stax_kir_add_stage(c.k, "conv"), 0);
+  return stax_kir_kernel_status(c.k);
+}
