@@ -265,7 +265,11 @@ static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
   char name[32];
   stax_kir_loop_t* columns = add_loop(m, block, "j", lanes);
   if (!columns) return;
-  columns->vector_width = lanes;
+  /* An edge tile of 9..15 columns (on 8-lane vectors) as one odd-sized vector is legalized
+   * element by element through the stack by LLVM; whole native vectors plus a tail copy of
+   * the tile run several times faster. */
+  int32_t native = m->nr / 2;
+  columns->vector_width = lanes > native && lanes % native != 0 ? native : lanes;
   int32_t j = stax_kir_loop_id(k, columns);
   /* partial[batch][panel][row][NR]: where a K-blocked tile keeps its sums between blocks.
    * Panel-major, so a tile's sums are MR * NR contiguous floats and the tiles of a panel
