@@ -11,7 +11,8 @@ Modes:
 
 Prints a table: median time per call, cache hit rate, compilations (one per shape signature;
 each is one version of the segment: 3 kernels for S1), compile time per version.
-Not part of the tests (timings vary with the machine).
+Each run gets an empty JIT object cache, so compile times are real compiles (STAX_S1_WARM=1
+keeps the user's cache). Not part of the tests (timings vary with the machine).
 
 usage: python bench/s1.py [--stax PATH] [--repeat N]   (a release build gives real figures)
 """
@@ -51,7 +52,12 @@ def run(stax, model_path, input_sets, mode, repeat, workdir, tag):
     for files in input_sets:
         for name, path in files.items():
             cmd += ["-i", f"{name}={path}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # A fresh object cache per run: compile times are real compiles, not loads of kernels an
+    # earlier run left on disk (set STAX_S1_WARM=1 to measure with the user's cache instead).
+    env = dict(os.environ)
+    if not os.environ.get("STAX_S1_WARM"):
+        env["STAX_JIT_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"cache_{tag}_", dir=workdir)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr}")
     match = re.search(r"median ([0-9.]+) ms, min ([0-9.]+) ms, max ([0-9.]+) ms", proc.stderr)
