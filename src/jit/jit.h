@@ -151,6 +151,22 @@ STAX_MUST_USE stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32
 STAX_MUST_USE stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* data,
                                                      stax_threadpool_t* pool);
 
+/* ---- what lowering accepts ---------------------------------------------------------------- */
+
+/* How the lowering can use an op, for whoever forms fusion groups (the VM tier): an
+ * ELEMENTWISE op joins any group, a ROW op (a reduction over the last axis, Softmax,
+ * LayerNormalization) joins elementwise neighbours, a CONTRACTION (MatMul, Gemm, Conv) starts
+ * a group that takes an elementwise epilogue; UNSUPPORTED ops have no lowering at all, so a
+ * group holding one is refused whole (better: keep them alone). Dtypes and attributes may
+ * still make a group refused. */
+typedef enum stax_jit_op_class_e {
+  STAX_JIT_OP_UNSUPPORTED = 0,
+  STAX_JIT_OP_ELEMENTWISE,
+  STAX_JIT_OP_ROW,
+  STAX_JIT_OP_CONTRACTION,
+} stax_jit_op_class_t;
+stax_jit_op_class_t stax_jit_op_class(stax_op_t op);
+
 /* ---- inspection and lifetime ------------------------------------------------------------- */
 
 void stax_jit_kernel_retain(stax_jit_kernel_t* kernel);

@@ -320,6 +320,13 @@ static stax_status_t classify(lower_t* L, lower_family_t* out_family, int32_t* o
   return STAX_OK;
 }
 
+stax_jit_op_class_t stax_jit_op_class(stax_op_t op) {
+  if (lower_is_matmul_op(op) || lower_is_conv_op(op)) return STAX_JIT_OP_CONTRACTION;
+  if (lower_is_row_op(op)) return STAX_JIT_OP_ROW;
+  if (lower_is_elementwise(op)) return STAX_JIT_OP_ELEMENTWISE;
+  return STAX_JIT_OP_UNSUPPORTED;
+}
+
 stax_status_t stax_jit_lower_group(const stax_jit_group_t* group,
                                    const stax_jit_lower_options_t* options,
                                    stax_allocator_t allocator, stax_kir_kernel_t** out_kernel) {

@@ -56,13 +56,18 @@ static void jit_plan_free(jit_plan* plan) {
   memset(plan, 0, sizeof(*plan));
 }
 
-/* What a node may share a kernel with: the backend fuses one contraction (MatMul, Gemm, Conv)
- * with an epilogue, or row reductions with elementwise producers and consumers. */
-typedef enum { KIND_ELEMENTWISE, KIND_ROW, KIND_CONTRACTION } jit_kind;
+/* What a node may share a kernel with (the backend's stax_jit_op_class): one contraction
+ * (MatMul, Gemm, Conv) with an elementwise epilogue, or row reductions with elementwise
+ * producers and consumers. An op without any lowering (MaxPool, Concat...) is kept in a group
+ * of its own, so its neighbours still compile. */
+typedef enum { KIND_ELEMENTWISE, KIND_ROW, KIND_CONTRACTION, KIND_ALONE } jit_kind;
 static jit_kind jit_node_kind(stax_op_t op) {
-  if (op == STAX_OP_MatMul || op == STAX_OP_Gemm || op == STAX_OP_Conv) return KIND_CONTRACTION;
-  if (stax_op_flags(op) & STAX_OPF_REDUCTION) return KIND_ROW;
-  return KIND_ELEMENTWISE;
+  switch (stax_jit_op_class(op)) {
+    case STAX_JIT_OP_CONTRACTION: return KIND_CONTRACTION;
+    case STAX_JIT_OP_ROW: return KIND_ROW;
+    case STAX_JIT_OP_ELEMENTWISE: return KIND_ELEMENTWISE;
+    default: return KIND_ALONE;
+  }
 }
 
 static int32_t jit_find(const int32_t* list, int32_t count, int32_t value) {
@@ -159,7 +164,7 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
    * work has its own iteration space (other row length, other shape), which one kernel
    * cannot hold. */
   int32_t group = -1, group_start = 0;
-  bool has_contraction = false;
+  bool has_contraction = false, previous_alone = false;
   for (int32_t c = 0; c < compute_count; c++) {
     const int32_t* ins = code + computes[c];
     const stax_node_t* node = &program->kernel_nodes[STAX_VM_OPERAND(ins, 0)];
@@ -172,13 +177,14 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       for (int32_t k = 0; k < in_list[0] && !connected; k++)
         connected = in_list[1 + k] >= 0 && jit_find(p_out + 1, p_out[0], in_list[1 + k]) >= 0;
     }
-    if (group < 0 || !connected || cut[c] || kind == KIND_CONTRACTION ||
-        (kind == KIND_ROW && has_contraction)) {
+    if (group < 0 || !connected || cut[c] || kind == KIND_CONTRACTION || kind == KIND_ALONE ||
+        previous_alone || (kind == KIND_ROW && has_contraction)) {
       group++;
       group_start = c;
       has_contraction = false;
     }
     if (kind == KIND_CONTRACTION) has_contraction = true;
+    previous_alone = kind == KIND_ALONE;
     group_of[c] = group;
   }
   plan->group_count = group + 1;

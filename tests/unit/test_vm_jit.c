@@ -575,6 +575,45 @@ static void test_stats_json(void) {
   stax_program_release(program);
 }
 
+/* An op with no JIT lowering (MaxPool) between two elementwise ops is kept in a group of its
+ * own: the groups before and after it still compile (two kernels per version), the MaxPool
+ * is interpreted between them, and the results match the interpreter. */
+static void test_unsupported_op_alone(void) {
+  if (!have_backend()) return;
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 8), vm_const(g, 3), vm_symbol(g, "H", 2, 64),
+                               vm_symbol(g, "W", 2, 64)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  int64_t kernel[2] = {2, 2}, strides[2] = {2, 2};
+  stax_attr_t pool_attrs[2] = {stax_attr_ints("kernel_shape", 2, kernel),
+                               stax_attr_ints("strides", 2, strides)};
+  stax_value_id_t t = vm_unary(g, STAX_OP_Sigmoid, "sigmoid", x);
+  t = vm_node(g, STAX_OP_MaxPool, "pool", 1, &t, 2, pool_attrs);
+  vm_output(g, vm_unary(g, STAX_OP_Tanh, "tanh", t));
+  stax_program_t* program = finish(g);
+  stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 8);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {77};
+  uint64_t compiled_before = stax_jit_stats().compiled;
+  int mismatches = 0;
+  for (int round = 0; round < 6; round++) {
+    int64_t xd[4] = {1 + round % 2, 3, 6 + 2 * (round % 2), 10};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, xd)};
+    if (!run_both(jit, interp, 1, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  CHECK_EQ_INT((int)(stax_jit_stats().compiled - compiled_before), 4); /* 2 shapes x 2 kernels */
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.compiles, 2);
+  CHECK_EQ_INT(total.failures, 0);
+  CHECK_EQ_INT(total.hits, 6);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
 /* A view between groups whose layout the tier mispredicts: Relu -> Transpose [B, 8, S] ->
  * Reshape [B, 2, 4, S] (a view of the transposed strides, predicted contiguous) -> Sigmoid.
  * The second kernel refuses its argument at run time: that call interprets the segment, the
@@ -627,4 +666,4 @@ STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differen
                STAX_TEST(test_views_between_groups),
                STAX_TEST(test_views_between_groups_verify),
                STAX_TEST(test_views_between_groups_background),
-               STAX_TEST(test_view_misprediction))
+               STAX_TEST(test_view_misprediction), STAX_TEST(test_unsupported_op_alone))
