@@ -217,6 +217,10 @@ static void emit_pack(matmul_t* m) {
     stax_kir_loop_t* loop = add_loop(m, block, "pb", b->dims[d]);
     if (!loop) return;
     loop->parallel = !batched;
+    if (loop->parallel) { /* at least 16K floats copied per task */
+      int64_t per_item = after * m->panels * panel_size;
+      loop->grain = per_item >= 16384 ? 1 : 16384 / (per_item + 1) + 1;
+    }
     batched = true;
     int32_t id = stax_kir_loop_id(k, loop);
     stax_kir_index_add_term(k, &source, id, b->strides[d]);
@@ -228,7 +232,7 @@ static void emit_pack(matmul_t* m) {
     stax_kir_loop_t* panels = add_loop(m, block, "pp", full);
     if (!panels) return;
     panels->parallel = !batched;
-    int64_t grain = 4096 / (panel_size > 0 ? panel_size : 1);
+    int64_t grain = 16384 / (panel_size > 0 ? panel_size : 1);
     panels->grain = grain < 1 ? 1 : grain;
     stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, panels), 1, 0);
     pack_nest(m, &panels->body, &source, &target, &panel, m->nr);
@@ -387,12 +391,25 @@ static void emit_tile_at(matmul_t* m, stax_kir_block_t* block, tile_axis_t row_t
   emit_tile(m, block, &row_base, &col_base, &panel_index, rows, lanes, part);
 }
 
-/* A loop over `count` tiles (parallel when asked), or NULL when count is 0. */
+/* Multiply-adds one parallel task should get at least (about 10 us of work): waking a pool
+ * thread costs several microseconds on a busy machine, so smaller matmuls (a few tokens
+ * through a transformer layer) run on the calling thread. */
+#define MATMUL_TASK_WORK (1 << 20)
+
+static int64_t task_grain(int64_t macs_per_item) {
+  return macs_per_item >= MATMUL_TASK_WORK ? 1 : MATMUL_TASK_WORK / (macs_per_item + 1) + 1;
+}
+
+/* A loop over `count` tiles (parallel when asked, each item `macs` multiply-adds), or NULL
+ * when count is 0. */
 static stax_kir_loop_t* tile_loop(matmul_t* m, stax_kir_block_t* block, const char* name,
-                                  int64_t count, bool parallel) {
+                                  int64_t count, bool parallel, int64_t macs) {
   if (count <= 0 || !block) return NULL;
   stax_kir_loop_t* loop = add_loop(m, block, name, count);
-  if (loop) loop->parallel = parallel;
+  if (loop) {
+    loop->parallel = parallel;
+    if (parallel) loop->grain = task_grain(macs);
+  }
   return loop;
 }
 
@@ -411,17 +428,17 @@ static void emit_compute_unblocked(matmul_t* m, stax_kir_block_t* block, bool ba
   tile_axis_t edge_row = {-1, row_tiles}, edge_panel = {-1, panels};
   if (batched) {
     /* Everything sequential inside the parallel batch loop. */
-    stax_kir_loop_t* p = tile_loop(m, block, "p", panels, false);
+    stax_kir_loop_t* p = tile_loop(m, block, "p", panels, false, 0);
     if (p) {
       tile_axis_t panel = {stax_kir_loop_id(k, p), 0};
-      stax_kir_loop_t* i = tile_loop(m, &p->body, "i", row_tiles, false);
+      stax_kir_loop_t* i = tile_loop(m, &p->body, "i", row_tiles, false, 0);
       if (i)
         emit_tile_at(m, &i->body, (tile_axis_t){stax_kir_loop_id(k, i), 0}, panel, m->mr, m->nr,
                      part);
       if (edge_rows) emit_tile_at(m, &p->body, edge_row, panel, edge_rows, m->nr, part);
     }
     if (edge_lanes) {
-      stax_kir_loop_t* i = tile_loop(m, block, "i", row_tiles, false);
+      stax_kir_loop_t* i = tile_loop(m, block, "i", row_tiles, false, 0);
       if (i)
         emit_tile_at(m, &i->body, (tile_axis_t){stax_kir_loop_id(k, i), 0}, edge_panel, m->mr,
                      edge_lanes, part);
@@ -433,33 +450,35 @@ static void emit_compute_unblocked(matmul_t* m, stax_kir_block_t* block, bool ba
    * and the corner get stages of their own (a parallel loop must be alone in its stage). */
   bool panels_outer = panels >= L->options->thread_count || row_tiles < 2 * panels;
   if (panels_outer) {
-    stax_kir_loop_t* p = tile_loop(m, block, "p", panels, true);
+    stax_kir_loop_t* p = tile_loop(m, block, "p", panels, true, m->m * m->nr * m->kdim);
     if (p) {
       tile_axis_t panel = {stax_kir_loop_id(k, p), 0};
-      stax_kir_loop_t* i = tile_loop(m, &p->body, "i", row_tiles, false);
+      stax_kir_loop_t* i = tile_loop(m, &p->body, "i", row_tiles, false, 0);
       if (i)
         emit_tile_at(m, &i->body, (tile_axis_t){stax_kir_loop_id(k, i), 0}, panel, m->mr, m->nr,
                      part);
       if (edge_rows) emit_tile_at(m, &p->body, edge_row, panel, edge_rows, m->nr, part);
     }
     if (edge_lanes && row_tiles > 0) {
-      stax_kir_loop_t* i = tile_loop(m, stax_kir_add_stage(k, "matmul_edge"), "i", row_tiles, true);
+      stax_kir_loop_t* i = tile_loop(m, stax_kir_add_stage(k, "matmul_edge"), "i", row_tiles, true,
+                                     m->mr * edge_lanes * m->kdim);
       if (i)
         emit_tile_at(m, &i->body, (tile_axis_t){stax_kir_loop_id(k, i), 0}, edge_panel, m->mr,
                      edge_lanes, part);
     }
   } else {
-    stax_kir_loop_t* i = tile_loop(m, block, "i", row_tiles, true);
+    stax_kir_loop_t* i = tile_loop(m, block, "i", row_tiles, true, m->mr * m->n * m->kdim);
     if (i) {
       tile_axis_t row = {stax_kir_loop_id(k, i), 0};
-      stax_kir_loop_t* p = tile_loop(m, &i->body, "p", panels, false);
+      stax_kir_loop_t* p = tile_loop(m, &i->body, "p", panels, false, 0);
       if (p)
         emit_tile_at(m, &p->body, row, (tile_axis_t){stax_kir_loop_id(k, p), 0}, m->mr, m->nr,
                      part);
       if (edge_lanes) emit_tile_at(m, &i->body, row, edge_panel, m->mr, edge_lanes, part);
     }
     if (edge_rows && panels > 0) {
-      stax_kir_loop_t* p = tile_loop(m, stax_kir_add_stage(k, "matmul_edge"), "p", panels, true);
+      stax_kir_loop_t* p = tile_loop(m, stax_kir_add_stage(k, "matmul_edge"), "p", panels, true,
+                                     edge_rows * m->nr * m->kdim);
       if (p)
         emit_tile_at(m, &p->body, edge_row, (tile_axis_t){stax_kir_loop_id(k, p), 0}, edge_rows,
                      m->nr, part);
@@ -597,7 +616,7 @@ static void emit_compute_blocked(matmul_t* m, stax_kir_block_t* block, bool batc
     return;
   }
   int64_t per_block = panels / column_blocks;
-  stax_kir_loop_t* jc = tile_loop(m, block, "jc", column_blocks, true);
+  stax_kir_loop_t* jc = tile_loop(m, block, "jc", column_blocks, true, 0);
   if (!jc) return;
   jc->grain = 1;
   emit_rows(m, &jc->body, (tile_axis_t){stax_kir_loop_id(k, jc), 0}, per_block, false);
@@ -618,6 +637,11 @@ static void emit_compute(matmul_t* m) {
     stax_kir_loop_t* loop = add_loop(m, block, "batch", m->batch_dims[e]);
     if (!loop) return;
     loop->parallel = !batched;
+    if (loop->parallel) {
+      int64_t per_item = m->m * m->n * m->kdim;
+      for (int32_t f = e + 1; f < m->batch_rank; f++) per_item *= m->batch_dims[f];
+      loop->grain = task_grain(per_item);
+    }
     batched = true;
     int32_t id = stax_kir_loop_id(k, loop);
     stax_kir_index_add_term(k, &m->batch_forms[e], id, 1);
@@ -682,7 +706,7 @@ static void emit_pack_a(matmul_t* m) {
       stax_kir_add_buffer(k, "a_panels", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1, dims, NULL);
   stax_kir_block_t* block = stax_kir_add_stage(k, "pack_a");
   if (row_tiles > 0) {
-    stax_kir_loop_t* t = tile_loop(m, block, "at", row_tiles, true);
+    stax_kir_loop_t* t = tile_loop(m, block, "at", row_tiles, true, 0);
     if (!t) return;
     int64_t per_tile = m->mr * m->kdim;
     int64_t grain = 4096 / (per_tile > 0 ? per_tile : 1);

@@ -27,7 +27,8 @@ static void print_run_help(FILE* f) {
           "                   (to hop between shapes with --repeat)\n"
           "  -o OUTDIR        where outputs go (created if missing); without it, outputs are\n"
           "                   summarised on stdout only\n"
-          "  --repeat N       run the inputs N times and report time per call\n"
+          "  --repeat N       run the inputs N times and report time per call (median, min,\n"
+          "                   max; the first call; the median of the last half of the calls)\n"
           "  --dispatch MODE  interpreter dispatch: goto (default) or switch\n"
           "  --jit MODE       on (default: compile hot segments in the background), sync\n"
           "                   (compile inline) or off (interpret only); STAX_JIT_VERIFY=1\n"
@@ -243,9 +244,18 @@ int stax_cli_run(int argc, char** argv) {
     if (status) goto cleanup;
   }
   if (repeat > 1) {
+    /* Warm-up and steady state apart: the first call pays for first-touch work (and, with
+     * --jit=sync, the compiles); the second half runs once the background compiler is done
+     * (when the run is long enough for it). */
+    double first = times[0];
+    long half = repeat / 2, tail = repeat - half;
+    qsort(times + half, (size_t)tail, sizeof(double), compare_doubles);
+    double steady = times[half + tail / 2];
     qsort(times, (size_t)repeat, sizeof(double), compare_doubles);
     fprintf(stderr, "%ld calls: median %.3f ms, min %.3f ms, max %.3f ms\n", repeat,
             times[repeat / 2] * 1e3, times[0] * 1e3, times[repeat - 1] * 1e3);
+    fprintf(stderr, "first call %.3f ms; last %ld calls: median %.3f ms\n", first * 1e3, tail,
+            steady * 1e3);
   }
   if (stats_path) {
     stax_program_jit_drain(model.program);

@@ -348,13 +348,11 @@ stax_status_t stax_vm_exec_reshape_view(stax_context_t* ctx, const int32_t* ins)
                               stax_vm_register_name(program, shape_reg), rank,
                               stax_vm_register_name(program, dst), expected);
   }
+  /* A view when the strides allow one, else a contiguous copy (attention's Transpose ->
+   * Reshape): one call, no error built and dropped on the hot path. */
   stax_tensor_t* view = NULL;
-  stax_status_t status = stax_tensor_reshape(ctx->allocator, source, rank, dims, allow_zero, &view);
-  if (status && stax_status_code(status) == STAX_FAILED_PRECONDITION) {
-    /* The strides make a view impossible: fall back to a contiguous copy. */
-    stax_status_free(status);
-    status = stax_tensor_reshape_copy(ctx->allocator, source, rank, dims, allow_zero, &view);
-  }
+  stax_status_t status =
+      stax_tensor_reshape_copy(ctx->allocator, source, rank, dims, allow_zero, &view);
   STAX_RETURN_IF_ERROR(status, "reshaping '%s' %s to %s", stax_vm_register_name(program, src),
                        stax_dims_text(source->rank, source->dims).text,
                        stax_dims_text(rank, dims).text);
