@@ -223,8 +223,10 @@ static PyObject* program_wrap(PyTypeObject* cls, stax_program_t* program, stax_g
   self->options.profile_timing = profile_timing != 0;
   self->options.pool = NULL;
   self->options.jit = (stax_jit_mode_t)jit;
-  /* Kernels compiled from now on keep their LLVM IR / assembly for Kernel.source. */
-  if (jit != STAX_JIT_OFF) stax_program_jit_keep_sources(program);
+  /* jit='sync' (tests, inspection): kernels keep their LLVM IR / assembly for Kernel.source.
+   * Not with jit='on': keeping texts costs an extra code generation per kernel and keeps
+   * kernels out of the on-disk object cache, which serving needs more. */
+  if (jit == STAX_JIT_SYNC) stax_program_jit_keep_sources(program);
   self->call_mode = call_mode;
   return (PyObject*)self;
 }

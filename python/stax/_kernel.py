@@ -34,9 +34,9 @@ SOURCE_NOT_YET = (
     "no kernel has been compiled yet: the JIT compiles a segment once it has seen the same "
     "shapes a few times (background compiles may still be running; see Kernel.drain()).")
 SOURCE_NOT_KEPT = (
-    "the kernels compiled so far kept no text: the library's background compiler (jit='on') "
-    "does not keep LLVM IR or assembly yet, only compiles on the calling thread do. Compile "
-    "with jit='sync' to see the generated source.")
+    "the kernels compiled so far kept no text: with jit='on' kernels keep no LLVM IR or "
+    "assembly (that would cost an extra code generation each and keep them out of the "
+    "on-disk kernel cache). Compile with jit='sync' to see the generated source.")
 _NO_TEXT = "(no text kept)"
 # Kept for code that imported it: the reason when the JIT is off.
 SOURCE_UNAVAILABLE = SOURCE_JIT_OFF

@@ -95,6 +95,15 @@ stax_status_t stax_tensor_from_dlpack(stax_allocator_t allocator, DLManagedTenso
                               "from_dlpack: data is NULL for a non-empty tensor %s",
                               stax_dims_text(rank, dl->shape).text);
     }
+    /* Kernels read elements through typed pointers (and the JIT with element alignment):
+     * data off its element's alignment would be undefined behaviour, so it is refused. */
+    if ((uintptr_t)first % (uintptr_t)element_size != 0) {
+      return stax_status_make(STAX_INVALID_ARGUMENT,
+                              "from_dlpack: data at %p (byte_offset %llu) is not aligned to "
+                              "its %lld-byte %s elements",
+                              dl->data, (unsigned long long)dl->byte_offset,
+                              (long long)element_size, stax_dtype_name(dtype));
+    }
     if (!stax_shape_extent(rank, dl->shape, strides, &lowest, &highest) ||
         __builtin_mul_overflow(highest - lowest + 1, element_size, &size_bytes)) {
       return stax_status_make(STAX_OUT_OF_RANGE,

@@ -437,9 +437,9 @@ static void jit_enforce_caps(jit_segment* seg, int32_t max_versions) {
 
 /* ---- signatures ----------------------------------------------------------------------------- */
 
-/* The guard: dtype, rank, alignment, constness, dims and strides of every external input,
- * written into the frame's scratch (no allocation, no strings). false when an input register
- * is empty (a path the plan cannot guard: interpret). */
+/* The guard: dtype, rank, constness, dims and strides of every external input (and that its
+ * data is aligned to its element), written into the frame's scratch (no allocation, no
+ * strings). false when an input register is empty or misaligned (interpret). */
 static bool jit_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
                           int32_t* out_count, uint64_t* out_hash) {
   int32_t n = 0;
@@ -448,10 +448,14 @@ static bool jit_signature(const stax_context_t* ctx, const jit_plan* plan, int64
     int32_t reg = plan->ext_regs[e];
     const stax_tensor_t* t = ctx->registers[reg];
     if (!t) return false;
-    uintptr_t address = (uintptr_t)stax_tensor_data(t);
+    /* Data alignment: kernels load and store with the element's alignment and assume no
+     * more (a wider one would split one shape into several versions, since numpy's arrays
+     * are 16-byte aligned at best); data not aligned to its element (an odd DLPack import)
+     * is interpreted. */
+    size_t element = stax_dtype_size(t->dtype);
+    if (element > 1 && (uintptr_t)stax_tensor_data(t) % element != 0) return false;
     bool constant = (ctx->program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) != 0;
-    sig[n++] = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)((address & 63) == 0) << 16 |
-               (int64_t)constant << 17;
+    sig[n++] = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)constant << 17;
     for (int32_t d = 0; d < t->rank; d++) sig[n++] = t->dims[d];
     for (int32_t d = 0; d < t->rank; d++) sig[n++] = t->strides[d];
   }

@@ -236,6 +236,11 @@ static void test_import_rejects(void) {
   CHECK_ERROR(stax_tensor_from_dlpack(sys(), &p.managed, &t), STAX_INVALID_ARGUMENT,
               "data is NULL");
   CHECK_ERROR(stax_tensor_from_dlpack(sys(), NULL, &t), STAX_INVALID_ARGUMENT, "NULL");
+  /* Data off its element's alignment (a byte_offset of 2 into float32 data). */
+  producer_init(&p, 2, shape, NULL);
+  p.managed.dl_tensor.byte_offset = 2;
+  CHECK_ERROR(stax_tensor_from_dlpack(sys(), &p.managed, &t), STAX_INVALID_ARGUMENT,
+              "byte_offset 2) is not aligned to its 4-byte float32 elements");
   /* On error ownership stays with the caller: the deleter never ran. */
   CHECK_EQ_INT(p.deleter_calls, 0);
 
