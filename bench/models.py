@@ -7,6 +7,8 @@ fixed seeds. Every model has dynamic dims (dim_param), so one file serves every 
     prune_mlp()                            x[N, D], scores[N] -> NonZero -> Gather -> MLP
     seed_mlp()                             the S1 program of BENCH.md: LayerNorm -> MLP with
                                            GELU -> residual -> where(mask, y, 0)
+    bert_encoder(layers)                   S2/S6: BERT-base post-LN encoder layers (hidden 768,
+    bert_layer()                           12 heads, FFN 3072, Erf GELU), x[B, S, 768]
 """
 import numpy as np
 import onnx
@@ -209,3 +211,84 @@ def seed_inputs(rng, batch, seq, dim=64):
     lengths = rng.integers(1, seq + 1, size=batch)
     mask = np.arange(seq)[None, :] < lengths[:, None]
     return {"x": x, "mask": mask}
+
+
+def _bert_layer_nodes(n, inits, rng, x, out, p, hidden, heads, ffn):
+    """One post-LN BERT encoder layer (attention -> add -> LayerNorm -> GELU FFN -> add ->
+    LayerNorm) from x to out; every name is prefixed with p. Reads the shared 'split_shape'
+    and 'merge_shape' (Shape plumbing) made once by bert_encoder."""
+    head = hidden // heads
+    w = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
+    b = lambda k: (0.1 * rng.standard_normal(k)).astype(np.float32)
+    for name in ("q", "k", "v"):
+        inits += [_init(p + "w" + name, w(hidden, hidden)), _init(p + "b" + name, b(hidden))]
+    inits += [_init(p + "wo", w(hidden, hidden)), _init(p + "bo", b(hidden)),
+              _init(p + "ln1_g", 1 + b(hidden)), _init(p + "ln1_b", b(hidden)),
+              _init(p + "w1", w(hidden, ffn)), _init(p + "b1", b(ffn)),
+              _init(p + "w2", w(ffn, hidden)), _init(p + "b2", b(hidden)),
+              _init(p + "ln2_g", 1 + b(hidden)), _init(p + "ln2_b", b(hidden)),
+              _init(p + "scale", np.array(1.0 / np.sqrt(head), dtype=np.float32))]
+    for name in ("q", "k", "v"):
+        n += [
+            helper.make_node("MatMul", [x, p + "w" + name], [p + name + "_mm"]),
+            helper.make_node("Add", [p + name + "_mm", p + "b" + name], [p + name + "_lin"]),
+            helper.make_node("Reshape", [p + name + "_lin", "split_shape"], [p + name + "_4d"]),
+            helper.make_node("Transpose", [p + name + "_4d"], [p + name + "_h"],
+                             perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]),
+        ]
+    n += [
+        helper.make_node("MatMul", [p + "q_h", p + "k_h"], [p + "scores_raw"]),
+        helper.make_node("Mul", [p + "scores_raw", p + "scale"], [p + "scores"]),
+        helper.make_node("Softmax", [p + "scores"], [p + "probs"], axis=-1),
+        helper.make_node("MatMul", [p + "probs", p + "v_h"], [p + "ctx_h"]),
+        helper.make_node("Transpose", [p + "ctx_h"], [p + "ctx_t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", [p + "ctx_t", "merge_shape"], [p + "ctx"]),
+        helper.make_node("MatMul", [p + "ctx", p + "wo"], [p + "attn_mm"]),
+        helper.make_node("Add", [p + "attn_mm", p + "bo"], [p + "attn"]),
+        helper.make_node("Add", [x, p + "attn"], [p + "res1"]),
+        helper.make_node("LayerNormalization", [p + "res1", p + "ln1_g", p + "ln1_b"],
+                         [p + "h1"], axis=-1, epsilon=1e-12),
+        helper.make_node("MatMul", [p + "h1", p + "w1"], [p + "ff1_mm"]),
+        helper.make_node("Add", [p + "ff1_mm", p + "b1"], [p + "ff1"]),
+    ]
+    inits += _gelu_erf(n, p + "ff1", p + "ff1_act", p + "gelu_")
+    n += [
+        helper.make_node("MatMul", [p + "ff1_act", p + "w2"], [p + "ff2_mm"]),
+        helper.make_node("Add", [p + "ff2_mm", p + "b2"], [p + "ff2"]),
+        helper.make_node("Add", [p + "h1", p + "ff2"], [p + "res2"]),
+        helper.make_node("LayerNormalization", [p + "res2", p + "ln2_g", p + "ln2_b"], [out],
+                         axis=-1, epsilon=1e-12),
+    ]
+
+
+def bert_encoder(layers=1, hidden=768, heads=12, ffn=3072, seed=0):
+    """BENCH.md S2: a BERT-base-like encoder: `layers` post-LN layers (hidden 768, 12 heads,
+    FFN 3072, GELU as Erf, LayerNorm eps 1e-12), x[B, S, hidden] -> y[B, S, hidden], B and S
+    dynamic. No attention mask (every row is full length). layers=1 is the S2/S6 layer;
+    layers=4 the stack."""
+    rng = np.random.default_rng(seed)
+    inits = [_const_i64("idx0", [0]), _const_i64("idx1", [1]),
+             _const_i64("heads_dims", [heads, hidden // heads]),
+             _const_i64("hidden_dim", [hidden])]
+    n = [
+        helper.make_node("Shape", ["x"], ["x_shape"]),
+        helper.make_node("Gather", ["x_shape", "idx0"], ["dim_b"], axis=0),
+        helper.make_node("Gather", ["x_shape", "idx1"], ["dim_s"], axis=0),
+        helper.make_node("Concat", ["dim_b", "dim_s", "heads_dims"], ["split_shape"], axis=0),
+        helper.make_node("Concat", ["dim_b", "dim_s", "hidden_dim"], ["merge_shape"], axis=0),
+    ]
+    current = "x"
+    for layer in range(layers):
+        out = "y" if layer == layers - 1 else f"l{layer}_out"
+        _bert_layer_nodes(n, inits, rng, current, out, f"l{layer}_", hidden, heads, ffn)
+        current = out
+    graph = helper.make_graph(
+        n, "bert_encoder" if layers > 1 else "bert_layer",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", hidden])], inits)
+    return _model(graph)
+
+
+def bert_layer(seed=0):
+    """One BERT-base encoder layer (bert_encoder(layers=1))."""
+    return bert_encoder(layers=1, seed=seed)
