@@ -97,7 +97,7 @@ typedef struct stax_context_options_t {
    * callers see no change; `stax run` turns it on. */
   stax_jit_mode_t jit;
   int32_t jit_threshold;    /* compile a (segment, signature) seen this often; 0: 2 */
-  int32_t jit_max_versions; /* compiled versions kept per segment (LRU); 0: 8 */
+  int32_t jit_max_versions; /* compiled versions kept per segment (LRU); 0: 32 */
   bool jit_verify;          /* also interpret and compare (STAX_JIT_VERIFY=1 does the same) */
   double jit_tolerance;     /* verify: |a-b| <= tol * (1 + |b|); 0: 1e-4 */
 } stax_context_options_t;

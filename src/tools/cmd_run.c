@@ -35,7 +35,7 @@ static void print_run_help(FILE* f) {
           "                   (compile inline) or off (interpret only); STAX_JIT_VERIFY=1\n"
           "                   also interprets each compiled segment and compares\n"
           "  --jit-threshold N  compile a segment's shape signature after N calls (default 2)\n"
-          "  --jit-versions N   compiled versions kept per segment, LRU (default 8)\n"
+          "  --jit-versions N   compiled versions kept per segment, LRU (default 32)\n"
           "  --stats-json FILE  write JIT statistics per segment (hits, misses, compiles,\n"
           "                   compile time, evictions) as JSON ('-' for stdout)\n"
           "\n"

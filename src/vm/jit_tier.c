@@ -1016,7 +1016,8 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   *out_unmatched = true;
   jit_release_pending(frame);
   pthread_mutex_lock(&cache->lock);
-  cache->max_versions = ctx->options.jit_max_versions > 0 ? ctx->options.jit_max_versions : 8;
+  cache->max_versions =
+      ctx->options.jit_max_versions > 0 ? ctx->options.jit_max_versions : STAX_JIT_DEFAULT_VERSIONS;
   jit_segment* seg = &cache->segments[s];
   seg->stats.entries++;
   jit_plan* plan = jit_plan_get(cache, s);

@@ -6,6 +6,11 @@
 #include <pthread.h>
 
 #include "jit/jit.h"
+
+/* Versions kept per segment unless the context says: about 100 KB of code each for a
+ * transformer layer's dozen kernels, and enough for a stream of a few dozen recurring
+ * shapes (8 thrashed on BENCH.md's S2, where 53 of 61 compiled shapes were evicted). */
+#define STAX_JIT_DEFAULT_VERSIONS 32
 #include "vm/context.h"
 #include "vm/jit_tier.h"
 
