@@ -4,6 +4,7 @@
 #endif
 #include "jit/object_cache.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h> /* utimes */
+#include <time.h>
 #include <unistd.h>
 
 #include "base/hash_map.h"
@@ -115,9 +118,76 @@ done:
              path);
     return false;
   }
+  /* A load marks the file as used (its modification time), which is what trimming goes by. */
+  utimes(path, NULL);
   *out_object = object;
   *out_size = (size_t)object_size;
   return true;
+}
+
+/* ---- size bound ------------------------------------------------------------------------------ */
+
+typedef struct cache_file_t {
+  char name[64];
+  off_t size;
+  time_t used;
+} cache_file_t;
+
+static int by_use(const void* a, const void* b) {
+  time_t x = ((const cache_file_t*)a)->used, y = ((const cache_file_t*)b)->used;
+  return (x > y) - (x < y);
+}
+
+uint64_t stax_jit_cache_limit_bytes(void) {
+  const char* text = getenv("STAX_JIT_CACHE_MAX_MB");
+  long long mb = text && text[0] ? atoll(text) : 0;
+  return (uint64_t)(mb > 0 ? mb : 256) << 20;
+}
+
+void stax_jit_cache_trim(const char* dir, uint64_t limit) {
+  DIR* folder = opendir(dir);
+  if (!folder) return;
+  cache_file_t* files = NULL;
+  size_t count = 0, capacity = 0;
+  uint64_t total = 0;
+  char path[4096];
+  for (struct dirent* e; (e = readdir(folder)) != NULL;) {
+    size_t length = strlen(e->d_name);
+    /* Ours only: 16 hex digits and ".o" (temporary files of writers in flight are left). */
+    if (length != 18 || strcmp(e->d_name + 16, ".o") != 0) continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    struct stat info;
+    if (stat(path, &info) != 0) continue;
+    if (count == capacity) {
+      size_t grown = capacity ? 2 * capacity : 256;
+      cache_file_t* bigger = realloc(files, grown * sizeof(*files));
+      if (!bigger) break;
+      files = bigger;
+      capacity = grown;
+    }
+    memcpy(files[count].name, e->d_name, length + 1);
+    files[count].size = info.st_size;
+    files[count].used = info.st_mtime;
+    total += (uint64_t)info.st_size;
+    count++;
+  }
+  closedir(folder);
+  if (total > limit) {
+    /* Least recently used first, down to three quarters of the limit. */
+    qsort(files, count, sizeof(*files), by_use);
+    uint64_t target = limit / 4 * 3;
+    size_t removed = 0;
+    for (size_t i = 0; i < count && total > target; i++) {
+      snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+      if (remove(path) == 0) {
+        total -= (uint64_t)files[i].size;
+        removed++;
+      }
+    }
+    STAX_LOG(JIT, "object cache: %s held more than %llu MB; removed %zu least recently used "
+                  "kernels", dir, (unsigned long long)(limit >> 20), removed);
+  }
+  free(files);
 }
 
 /* mkdir -p */
@@ -163,5 +233,8 @@ bool stax_jit_cache_store(const char* dir, const char* key, size_t key_size, con
     remove(temp);
     STAX_LOG(JIT, "object cache: writing %s failed", path);
   }
+  /* Keep the folder bounded: a scan now and then (the first store of a process, then every
+   * 64th), not at every store. */
+  if (ok && unique % 64 == 1) stax_jit_cache_trim(dir, stax_jit_cache_limit_bytes());
   return ok;
 }

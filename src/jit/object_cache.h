@@ -11,8 +11,9 @@
  * never an error.
  *
  * Location: STAX_JIT_CACHE_DIR, else $XDG_CACHE_HOME/stax/jit, else $HOME/.cache/stax/jit;
- * STAX_JIT_CACHE=0 turns the cache off. Nothing is ever evicted: delete the folder to reclaim
- * its space. Backend-neutral (bytes in, bytes out); the LLVM backend uses it. */
+ * STAX_JIT_CACHE=0 turns the cache off. The folder is kept under STAX_JIT_CACHE_MAX_MB
+ * (default 256): stores trim it now and then, least recently used (loaded or stored) files
+ * first. Backend-neutral (bytes in, bytes out); the LLVM backend uses it. */
 #ifndef STAX_JIT_OBJECT_CACHE_H_
 #define STAX_JIT_OBJECT_CACHE_H_
 
@@ -41,5 +42,11 @@ bool stax_jit_cache_load(const char* dir, const char* key, size_t key_size, void
  * not (the caller just goes on). */
 bool stax_jit_cache_store(const char* dir, const char* key, size_t key_size, const void* object,
                           size_t object_size);
+
+/* The size bound from STAX_JIT_CACHE_MAX_MB (default 256 MB). */
+uint64_t stax_jit_cache_limit_bytes(void);
+/* When the cache files in `dir` take more than `limit` bytes, removes the least recently used
+ * (by modification time: loads touch it) down to three quarters of it. */
+void stax_jit_cache_trim(const char* dir, uint64_t limit);
 
 #endif /* STAX_JIT_OBJECT_CACHE_H_ */

@@ -33,7 +33,8 @@ static void print_usage(FILE* f) {
           "Environment: STAX_LOG=channel,... (general, alloc, shape, ir, pass, vm, jit, onnx,\n"
           "pool, or all) switches logging on; STAX_NUM_THREADS sets the thread count;\n"
           "STAX_JIT_CACHE_DIR sets the folder of compiled JIT kernels kept across runs\n"
-          "(default ~/.cache/stax/jit), STAX_JIT_CACHE=0 turns that cache off.\n",
+          "(default ~/.cache/stax/jit, at most STAX_JIT_CACHE_MAX_MB, default 256),\n"
+          "STAX_JIT_CACHE=0 turns that cache off.\n",
           "version", "print the stax version", "help", "print this text");
 }
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jit/object_cache.h"
@@ -177,6 +179,64 @@ static void test_file_functions(void) {
   unsetenv("STAX_JIT_CACHE");
 }
 
+/* The size bound: ten 1000-byte objects with increasing use times and a limit of 6000 bytes
+ * leave the newest four (down to three quarters of the limit); a file that is not ours stays;
+ * a load refreshes a file's use time. STAX_JIT_CACHE_MAX_MB sets the limit. */
+static void test_trim(void) {
+  ensure_setup();
+  char dir[320];
+  snprintf(dir, sizeof(dir), "%s/trim", cache_dir);
+  static unsigned char object[1000];
+  char keys[10][16], path[512];
+  int64_t now = (int64_t)time(NULL);
+  for (int i = 0; i < 10; i++) {
+    snprintf(keys[i], sizeof(keys[i]), "trim key %d", i);
+    CHECK(stax_jit_cache_store(dir, keys[i], strlen(keys[i]), object, sizeof(object)));
+  }
+  /* Use times: key i used at now - 100 + i; then key 0 is loaded (becomes the newest). */
+  for (int i = 0; i < 10; i++) {
+    snprintf(path, sizeof(path), "%s/%016llx.o", dir,
+             (unsigned long long)stax_jit_cache_key_hash(keys[i], strlen(keys[i])));
+    struct timeval times[2] = {{(time_t)(now - 100 + i), 0}, {(time_t)(now - 100 + i), 0}};
+    CHECK(utimes(path, times) == 0);
+  }
+  void* loaded = NULL;
+  size_t size = 0;
+  CHECK(stax_jit_cache_load(dir, keys[0], strlen(keys[0]), &loaded, &size));
+  free(loaded);
+  snprintf(path, sizeof(path), "%s/not-ours.txt", dir);
+  FILE* f = fopen(path, "w");
+  if (f) {
+    fputs("keep me", f);
+    fclose(f);
+  }
+  stax_jit_cache_trim(dir, 6400); /* files of ~1042 bytes (header, key, object): keeps 4 */
+  bool present[10];
+  int kept = 0;
+  for (int i = 0; i < 10; i++) {
+    present[i] = stax_jit_cache_load(dir, keys[i], strlen(keys[i]), &loaded, &size);
+    if (present[i]) free(loaded);
+    kept += present[i];
+  }
+  CHECK_EQ_INT(kept, 4);
+  CHECK(present[0] && present[9] && present[8] && present[7]);
+  CHECK(!present[1] && !present[6]);
+  f = fopen(path, "r");
+  CHECK(f != NULL);
+  if (f) fclose(f);
+  remove(path);
+  setenv("STAX_JIT_CACHE_MAX_MB", "3", 1);
+  CHECK(stax_jit_cache_limit_bytes() == (uint64_t)3 << 20);
+  unsetenv("STAX_JIT_CACHE_MAX_MB");
+  CHECK(stax_jit_cache_limit_bytes() == (uint64_t)256 << 20);
+  for (int i = 0; i < 10; i++) {
+    snprintf(path, sizeof(path), "%s/%016llx.o", dir,
+             (unsigned long long)stax_jit_cache_key_hash(keys[i], strlen(keys[i])));
+    remove(path);
+  }
+  rmdir(dir);
+}
+
 /* Off: nothing is written, nothing is loaded. */
 static void test_cache_off(void) {
   ensure_setup();
@@ -232,4 +292,4 @@ static void ensure_setup(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_file_functions), STAX_TEST(test_store_then_load),
-               STAX_TEST(test_damaged_files), STAX_TEST(test_cache_off))
+               STAX_TEST(test_damaged_files), STAX_TEST(test_trim), STAX_TEST(test_cache_off))
