@@ -9,10 +9,14 @@
  * the needed ALLOCs, the groups' kernels in order, the post instructions, then every FREE
  * leaves the registers exactly as interpreting the segment would, except that values
  * internal to one group are never materialized. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/tensor_internal.h"
 #include "vm/jit_tier_internal.h"
@@ -746,6 +750,12 @@ static bool jit_publish(jit_cache* cache, const jit_job* job, int32_t g, stax_ji
 
 static void* jit_thread_main(void* arg) {
   jit_cache* cache = arg;
+  /* The compiler yields to the threads running calls: on a machine whose cores are all busy
+   * running the model, a compile at normal priority takes a core from every call (BENCH.md
+   * S2 on 2 cores: compiled calls ran 2x slower than on 1 thread). Nice 10 leaves it the
+   * idle time; failure to lower it is harmless. */
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
+    STAX_LOG(JIT, "compiler thread keeps its priority: %s", strerror(errno));
   pthread_mutex_lock(&cache->lock);
   for (;;) {
     while (!cache->head && !cache->stop) pthread_cond_wait(&cache->work, &cache->lock);
