@@ -47,6 +47,23 @@ void stax_gemm_run(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_
                    const stax_gemm_operand_t* b, double beta, void* c, int64_t c_row_stride,
                    int64_t c_col_stride);
 
+/* B packed once: a constant weight (an immutable buffer, runtime/tensor_internal.h) is packed
+ * whole, in the layout and order stax_gemm_run would pack it block by block, and kept with
+ * its buffer; stax_gemm_run_prepacked then skips packing B (for an FFN weight of a BERT layer
+ * at a few dozen tokens per call, packing took about a quarter of the product's time). The
+ * key names the layout: the micro-kernel in use, the operand's dtype, place and strides, the
+ * sizes. Results are bit-identical to stax_gemm_run's. */
+size_t stax_gemm_prepacked_b_size(stax_dtype_t compute_dtype, int64_t n, int64_t k);
+uint64_t stax_gemm_prepacked_b_key(stax_dtype_t compute_dtype, int64_t n, int64_t k,
+                                   const stax_gemm_operand_t* b, int64_t offset_bytes);
+void stax_gemm_prepack_b(stax_dtype_t compute_dtype, int64_t n, int64_t k,
+                         const stax_gemm_operand_t* b, void* out);
+void stax_gemm_run_prepacked(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_t* pool,
+                             int64_t m, int64_t n, int64_t k, double alpha,
+                             const stax_gemm_operand_t* a, const stax_gemm_operand_t* b,
+                             const void* prepacked_b, double beta, void* c, int64_t c_row_stride,
+                             int64_t c_col_stride);
+
 /* Allocates the scratch from `allocator`, runs, frees. */
 STAX_MUST_USE stax_status_t stax_gemm(stax_allocator_t allocator, stax_dtype_t compute_dtype,
                                       stax_threadpool_t* pool, int64_t m, int64_t n, int64_t k,
@@ -75,6 +92,9 @@ typedef struct stax_matrix_batch_t {
   int64_t batch_strides[STAX_MAX_RANK];
   int64_t rows, cols;
   int64_t row_stride, col_stride;
+  /* Optional: the buffer data lives in; when immutable (a program constant) and the same
+   * matrix serves every batch index, B is packed once and kept with it. */
+  stax_buffer_t* buffer;
 } stax_matrix_batch_t;
 
 /* out[b] = a[b] x b[b] for every batch index, all three with the same dtype (any numeric

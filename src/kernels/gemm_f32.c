@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "base/hash_map.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define GEMM_X86 1
@@ -567,10 +568,92 @@ static bool gemv_try(stax_threadpool_t* pool, int64_t m, int64_t n, int64_t k, d
   return true;
 }
 
+/* ---- B packed once (constant weights) ----------------------------------------------------- */
+
+/* Bytes of one (NC panel, KC slice) block as pack_b_slivers lays it out, rounded to 64 so the
+ * next block stays aligned. */
+static size_t prepacked_block_bytes(const gemm_kernel_t* kernel, int64_t n_count, int64_t k_count) {
+  int64_t slivers = (n_count + kernel->nr - 1) / kernel->nr;
+  return (size_t)round_up(slivers * kernel->nr * k_count * (int64_t)kernel->element_size, 64);
+}
+
+static const gemm_kernel_t* gemm_kernel_for(stax_dtype_t compute_dtype) {
+  const gemm_isa_t* isa = gemm_isa();
+  return compute_dtype == STAX_DTYPE_FLOAT64 ? &isa->f64 : &isa->f32;
+}
+
+size_t stax_gemm_prepacked_b_size(stax_dtype_t compute_dtype, int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0) return 0;
+  const gemm_kernel_t* kernel = gemm_kernel_for(compute_dtype);
+  size_t total = 0;
+  for (int64_t jc = 0; jc < n; jc += GEMM_NC)
+    for (int64_t pc = 0; pc < k; pc += GEMM_KC)
+      total += prepacked_block_bytes(kernel, min64(GEMM_NC, n - jc), min64(GEMM_KC, k - pc));
+  return total;
+}
+
+uint64_t stax_gemm_prepacked_b_key(stax_dtype_t compute_dtype, int64_t n, int64_t k,
+                                   const stax_gemm_operand_t* b, int64_t offset_bytes) {
+  /* Everything the layout depends on: the micro-kernel (its NR and element size), the
+   * operand's dtype, place and strides, and the sizes. */
+  const gemm_kernel_t* kernel = gemm_kernel_for(compute_dtype);
+  uint64_t words[8] = {(uint64_t)(uintptr_t)kernel, (uint64_t)compute_dtype, (uint64_t)b->dtype,
+                       (uint64_t)offset_bytes, (uint64_t)b->row_stride, (uint64_t)b->col_stride,
+                       (uint64_t)n, (uint64_t)k};
+  uint64_t key = 0x9ac4edull;
+  for (int i = 0; i < 8; i++) key = stax_hash_combine(key, words[i]);
+  return key;
+}
+
+void stax_gemm_prepack_b(stax_dtype_t compute_dtype, int64_t n, int64_t k,
+                         const stax_gemm_operand_t* b, void* out) {
+  gemm_step_t s;
+  memset(&s, 0, sizeof(s));
+  s.kernel = gemm_kernel_for(compute_dtype);
+  s.pack_b = gemm_pack_for(compute_dtype, b->dtype);
+  s.b = b;
+  s.b_element_size = stax_dtype_size(b->dtype);
+  char* at = out;
+  for (int64_t jc = 0; jc < n; jc += GEMM_NC) {
+    s.n_begin = jc;
+    s.n_count = min64(GEMM_NC, n - jc);
+    s.n_slivers = (s.n_count + s.kernel->nr - 1) / s.kernel->nr;
+    for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
+      s.k_begin = pc;
+      s.k_count = min64(GEMM_KC, k - pc);
+      s.packed_b = at;
+      pack_b_slivers(&s, 0, s.n_slivers);
+      at += prepacked_block_bytes(s.kernel, s.n_count, s.k_count);
+    }
+  }
+}
+
+static void gemm_run(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_t* pool,
+                     int64_t m, int64_t n, int64_t k, double alpha, const stax_gemm_operand_t* a,
+                     const stax_gemm_operand_t* b, const void* prepacked_b, double beta, void* c,
+                     int64_t c_row_stride, int64_t c_col_stride);
+
 void stax_gemm_run(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_t* pool, int64_t m,
                    int64_t n, int64_t k, double alpha, const stax_gemm_operand_t* a,
                    const stax_gemm_operand_t* b, double beta, void* c, int64_t c_row_stride,
                    int64_t c_col_stride) {
+  gemm_run(compute_dtype, workspace, pool, m, n, k, alpha, a, b, NULL, beta, c, c_row_stride,
+           c_col_stride);
+}
+
+void stax_gemm_run_prepacked(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_t* pool,
+                             int64_t m, int64_t n, int64_t k, double alpha,
+                             const stax_gemm_operand_t* a, const stax_gemm_operand_t* b,
+                             const void* prepacked_b, double beta, void* c, int64_t c_row_stride,
+                             int64_t c_col_stride) {
+  gemm_run(compute_dtype, workspace, pool, m, n, k, alpha, a, b, prepacked_b, beta, c,
+           c_row_stride, c_col_stride);
+}
+
+static void gemm_run(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_t* pool,
+                     int64_t m, int64_t n, int64_t k, double alpha, const stax_gemm_operand_t* a,
+                     const stax_gemm_operand_t* b, const void* prepacked_b, double beta, void* c,
+                     int64_t c_row_stride, int64_t c_col_stride) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     scale_c(compute_dtype, m, n, beta, c, c_row_stride, c_col_stride);
@@ -610,7 +693,15 @@ void stax_gemm_run(stax_dtype_t compute_dtype, void* workspace, stax_threadpool_
       s.k_begin = pc;
       s.k_count = min64(GEMM_KC, k - pc);
       s.scalars.beta = pc == 0 ? beta : 1.0;
-      stax_parallel_for(use_pool, s.n_slivers, 4, pack_b_slivers, &s);
+      if (prepacked_b) {
+        /* Read-only: the block stax_gemm_prepack_b made for this (panel, slice). */
+        s.packed_b = (char*)(uintptr_t)prepacked_b;
+        prepacked_b = (const char*)prepacked_b + prepacked_block_bytes(s.kernel, s.n_count,
+                                                                       s.k_count);
+      } else {
+        s.packed_b = (char*)workspace + packed_a_bytes(s.kernel->element_size, m, k);
+        stax_parallel_for(use_pool, s.n_slivers, 4, pack_b_slivers, &s);
+      }
       for (int64_t ic = 0; ic < m; ic += GEMM_MBIG) {
         s.m_begin = ic;
         s.m_count = min64(GEMM_MBIG, m - ic);

@@ -121,6 +121,7 @@ typedef struct matmul_plan_t {
   size_t slot_bytes;      /* + M*N float32 for half outputs */
   int64_t batch_count, group_count;
   stax_threadpool_t* inner_pool; /* for the core: the pool when batches run one by one */
+  const void* prepacked_b;       /* B packed once (a constant weight), or NULL */
 } matmul_plan_t;
 
 /* One matrix of the batch, with the slot's scratch. */
@@ -136,13 +137,14 @@ static void matmul_one(const matmul_plan_t* plan, int64_t index, char* slot) {
   stax_gemm_operand_t a_operand = {a->dtype, element_at(a, a_offset), a->row_stride, a->col_stride};
   stax_gemm_operand_t b_operand = {b->dtype, element_at(b, b_offset), b->row_stride, b->col_stride};
   if (!stax_dtype_is_half(out->dtype)) {
-    stax_gemm_run(plan->compute_dtype, slot, plan->inner_pool, m, n, k, 1.0, &a_operand, &b_operand,
-                  0.0, element_at(out, out_offset), out->row_stride, out->col_stride);
+    stax_gemm_run_prepacked(plan->compute_dtype, slot, plan->inner_pool, m, n, k, 1.0, &a_operand,
+                            &b_operand, plan->prepacked_b, 0.0, element_at(out, out_offset),
+                            out->row_stride, out->col_stride);
     return;
   }
   float* product = (float*)(slot + plan->workspace_bytes);
-  stax_gemm_run(STAX_DTYPE_FLOAT32, slot, plan->inner_pool, m, n, k, 1.0, &a_operand, &b_operand,
-                0.0, product, n, 1);
+  stax_gemm_run_prepacked(STAX_DTYPE_FLOAT32, slot, plan->inner_pool, m, n, k, 1.0, &a_operand,
+                          &b_operand, plan->prepacked_b, 0.0, product, n, 1);
   uint16_t* target = element_at(out, out_offset);
   bool bf16 = out->dtype == STAX_DTYPE_BFLOAT16;
   for (int64_t i = 0; i < m; i++) {
@@ -163,6 +165,30 @@ static void matmul_groups(void* opaque, int64_t begin, int64_t end) {
     int64_t last = (g + 1) * plan->batch_count / plan->group_count;
     for (int64_t index = first; index < last; index++) matmul_one(plan, index, slot);
   }
+}
+
+/* B packed once and kept with its buffer when B is a constant weight shared by every batch
+ * index (NULL otherwise: the core packs it per call). Packing costs about what one call's
+ * packing does, once. */
+static const void* matmul_prepacked_b(const stax_matrix_batch_t* b, stax_dtype_t compute_dtype,
+                                      int64_t n, int64_t k) {
+  if (!b->buffer || !b->buffer->immutable || n <= 0 || k <= 0) return NULL;
+  for (int32_t d = 0; d < b->batch_rank; d++)
+    if (b->batch_strides[d] != 0 && b->batch_dims[d] != 1) return NULL;
+  stax_gemm_operand_t operand = {b->dtype, b->data, b->row_stride, b->col_stride};
+  int64_t offset = (int64_t)((const char*)b->data - (const char*)stax_buffer_data(b->buffer));
+  size_t size = stax_gemm_prepacked_b_size(compute_dtype, n, k);
+  uint64_t key = stax_gemm_prepacked_b_key(compute_dtype, n, k, &operand, offset);
+  const void* packed = stax_buffer_derived_get(b->buffer, key, size);
+  if (packed) return packed;
+  void* fresh = NULL;
+  stax_status_t status = stax_allocator_malloc_aligned(stax_allocator_system(), size, 64, &fresh);
+  if (status) { /* no memory for it: pack per call as usual */
+    stax_status_free(status);
+    return NULL;
+  }
+  stax_gemm_prepack_b(compute_dtype, n, k, &operand, fresh);
+  return stax_buffer_derived_put(b->buffer, key, fresh, size);
 }
 
 stax_status_t stax_matmul_batched(const stax_kernel_call_t* call, const stax_matrix_batch_t* a,
@@ -200,6 +226,7 @@ stax_status_t stax_matmul_batched(const stax_kernel_call_t* call, const stax_mat
     if (stax_dtype_is_half(out->dtype)) plan.slot_bytes += (size_t)(m * n) * sizeof(float);
     plan.slot_bytes = (plan.slot_bytes + 63) / 64 * 64;
   }
+  if (!plan.integer) plan.prepacked_b = matmul_prepacked_b(b, plan.compute_dtype, n, k);
   size_t scratch_bytes = plan.slot_bytes * (size_t)plan.group_count;
   if (scratch_bytes > 0) {
     void* scratch = NULL;
@@ -302,6 +329,7 @@ stax_status_t stax_kernel_MatMul(stax_kernel_call_t* call) {
   bv.cols = n;
   bv.row_stride = b->strides[b_k_axis];
   bv.col_stride = b->rank >= 2 ? b->strides[b->rank - 1] : 0;
+  bv.buffer = b->buffer;
   yv.rows = m;
   yv.cols = n;
   yv.row_stride = a->rank >= 2 ? y->strides[batch_rank] : 0;

@@ -14,6 +14,7 @@ void stax_buffer_init_block(stax_buffer_t* buffer, stax_allocator_t allocator, s
                             size_t capacity, bool pooled) {
   memset(buffer, 0, sizeof(*buffer));
   atomic_init(&buffer->refcount, 1);
+  atomic_init(&buffer->derived, NULL);
   buffer->data = (char*)buffer + STAX_BUFFER_HEADER_SIZE;
   buffer->size = size;
   buffer->capacity = capacity;
@@ -52,6 +53,7 @@ stax_status_t stax_buffer_wrap(stax_allocator_t allocator, void* data, size_t si
                        "while wrapping %zu bytes of memory", size_bytes);
   memset(buffer, 0, sizeof(*buffer));
   atomic_init(&buffer->refcount, 1);
+  atomic_init(&buffer->derived, NULL);
   buffer->data = data;
   buffer->size = size_bytes;
   buffer->capacity = size_bytes;
@@ -62,6 +64,60 @@ stax_status_t stax_buffer_wrap(stax_allocator_t allocator, void* data, size_t si
   return STAX_OK;
 }
 
+void stax_buffer_set_immutable(stax_buffer_t* buffer) {
+  if (buffer && buffer->owns_data) buffer->immutable = 1;
+}
+
+const void* stax_buffer_derived_get(const stax_buffer_t* buffer, uint64_t key, size_t size) {
+  if (!buffer || !buffer->immutable) return NULL;
+  for (stax_buffer_derived_t* d =
+           atomic_load_explicit(&((stax_buffer_t*)buffer)->derived, memory_order_acquire);
+       d; d = d->next)
+    if (d->key == key && d->size == size) return d->data;
+  return NULL;
+}
+
+const void* stax_buffer_derived_put(stax_buffer_t* buffer, uint64_t key, void* data, size_t size) {
+  stax_allocator_t system = stax_allocator_system();
+  stax_buffer_derived_t* entry = NULL;
+  if (!buffer || !buffer->immutable ||
+      stax_allocator_malloc(system, sizeof(*entry), (void**)&entry) != STAX_OK) {
+    stax_allocator_free_aligned(system, data, size, STAX_BUFFER_ALIGNMENT);
+    return NULL;
+  }
+  entry->key = key;
+  entry->size = size;
+  entry->data = data;
+  stax_buffer_derived_t* head = atomic_load_explicit(&buffer->derived, memory_order_acquire);
+  for (;;) {
+    /* Another thread may have stored the same key meanwhile: use theirs. */
+    for (stax_buffer_derived_t* d = head; d; d = d->next) {
+      if (d->key == key && d->size == size) {
+        stax_allocator_free_aligned(system, data, size, STAX_BUFFER_ALIGNMENT);
+        stax_allocator_free(system, entry, sizeof(*entry));
+        return d->data;
+      }
+    }
+    entry->next = head;
+    if (atomic_compare_exchange_weak_explicit(&buffer->derived, &head, entry,
+                                              memory_order_acq_rel, memory_order_acquire))
+      return data;
+  }
+}
+
+/* Frees the derived data and clears the flag (a pooled block is reused for other contents). */
+static void stax_buffer_drop_derived(stax_buffer_t* buffer) {
+  stax_allocator_t system = stax_allocator_system();
+  stax_buffer_derived_t* d = atomic_exchange_explicit(&buffer->derived, NULL, memory_order_acquire);
+  while (d) {
+    stax_buffer_derived_t* next = d->next;
+    stax_allocator_free_aligned(system, d->data, d->size, STAX_BUFFER_ALIGNMENT);
+    stax_allocator_free(system, d, sizeof(*d));
+    d = next;
+  }
+  buffer->immutable = 0;
+}
+
 void stax_buffer_retain(stax_buffer_t* buffer) {
   if (buffer) atomic_fetch_add_explicit(&buffer->refcount, 1, memory_order_relaxed);
 }
@@ -70,6 +126,7 @@ void stax_buffer_release(stax_buffer_t* buffer) {
   if (buffer == NULL) return;
   /* acq_rel: every other owner's writes happen before the memory is reused or freed. */
   if (atomic_fetch_sub_explicit(&buffer->refcount, 1, memory_order_acq_rel) != 1) return;
+  stax_buffer_drop_derived(buffer);
   if (!buffer->owns_data) {
     if (buffer->release) buffer->release(buffer->release_ctx, buffer->data);
     stax_allocator_free(buffer->allocator, buffer, sizeof(*buffer));

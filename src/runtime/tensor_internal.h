@@ -8,6 +8,15 @@
 
 #include "stax/runtime.h"
 
+/* Data computed from an immutable buffer's contents and kept with it (the GEMM core's packed
+ * form of a constant weight), freed with the buffer. A list: one entry per key. */
+typedef struct stax_buffer_derived_t {
+  struct stax_buffer_derived_t* next;
+  uint64_t key;
+  size_t size;
+  void* data; /* 64-byte aligned, from stax_allocator_system */
+} stax_buffer_derived_t;
+
 struct stax_buffer_s {
   atomic_int_fast32_t refcount;
   void* data;
@@ -18,7 +27,20 @@ struct stax_buffer_s {
   void* release_ctx;
   uint8_t pooled; /* data returns to a thread's pool on release */
   uint8_t owns_data;
+  /* Set by the owner of contents that never change again (a compiled program's constants):
+   * kernels may then keep derived data (stax_buffer_derived_*). */
+  uint8_t immutable;
+  _Atomic(stax_buffer_derived_t*) derived;
 };
+
+/* Marks a buffer's contents as never changing again (only for buffers stax owns). */
+void stax_buffer_set_immutable(stax_buffer_t* buffer);
+/* The derived data stored under `key` with `size` bytes, or NULL. Thread-safe. */
+const void* stax_buffer_derived_get(const stax_buffer_t* buffer, uint64_t key, size_t size);
+/* Stores `data` (64-byte aligned, stax_allocator_system; ownership passes) under `key` and
+ * returns what is stored under it now: `data`, or another thread's equal entry (then `data`
+ * is freed). NULL when the buffer is not immutable (then `data` is freed too). */
+const void* stax_buffer_derived_put(stax_buffer_t* buffer, uint64_t key, void* data, size_t size);
 
 /* Buffers whose memory stax allocates are one block: this many header bytes (the struct,
  * padded so the data after it keeps the block's 64-byte alignment), then `capacity` bytes of

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/tensor_internal.h"
 #include "vm/program.h"
 #include "vm/jit_tier.h"
 
@@ -311,6 +312,10 @@ static stax_status_t stax_vm_link_attr(stax_program_t* program, const stax_vm_at
 }
 
 stax_status_t stax_vm_program_link(stax_program_t* program) {
+  /* A finished program's constants never change again: kernels may keep data derived from
+   * them (the GEMM core's packed weights). */
+  for (int32_t c = 0; c < program->constants_count; c++)
+    if (program->constants[c]) stax_buffer_set_immutable(program->constants[c]->buffer);
   stax_arena_deinit(&program->link_arena);
   stax_arena_init(&program->link_arena, program->allocator, 0);
   program->kernel_nodes = NULL;

@@ -869,10 +869,153 @@ static void test_allocation_failures(void) {
   kt_release(x);
 }
 
+/* ---- B packed once (constant weights) ------------------------------------------------------ */
+
+/* stax_gemm_run_prepacked with B packed by stax_gemm_prepack_b gives exactly stax_gemm_run's
+ * bits, for every variant, both layouts of B, K and N across the KC / NC blocks, float64. */
+static void check_prepacked(stax_dtype_t dtype, int64_t m, int64_t n, int64_t k, bool trans_b,
+                            stax_threadpool_t* pool) {
+  size_t element = stax_dtype_size(dtype);
+  char* a = malloc(element * (size_t)(m * k + 1));
+  char* b = malloc(element * (size_t)(k * n + 1));
+  char* c1 = malloc(element * (size_t)(m * n + 1));
+  char* c2 = malloc(element * (size_t)(m * n + 1));
+  for (int64_t i = 0; i < m * k; i++) {
+    double v = random_value();
+    if (dtype == STAX_DTYPE_FLOAT32) ((float*)a)[i] = (float)v;
+    else ((double*)a)[i] = v;
+  }
+  for (int64_t i = 0; i < k * n; i++) {
+    double v = random_value();
+    if (dtype == STAX_DTYPE_FLOAT32) ((float*)b)[i] = (float)v;
+    else ((double*)b)[i] = v;
+  }
+  stax_gemm_operand_t ao = {dtype, a, k, 1};
+  stax_gemm_operand_t bo = {dtype, b, trans_b ? 1 : n, trans_b ? k : 1};
+  size_t work = stax_gemm_workspace_size(dtype, m, n, k);
+  size_t packed_size = stax_gemm_prepacked_b_size(dtype, n, k);
+  void* workspace = NULL;
+  void* packed = NULL;
+  CHECK_OK(stax_allocator_malloc_aligned(kt_allocator(), work ? work : 64, 64, &workspace));
+  CHECK_OK(stax_allocator_malloc_aligned(kt_allocator(), packed_size ? packed_size : 64, 64,
+                                         &packed));
+  stax_gemm_prepack_b(dtype, n, k, &bo, packed);
+  stax_gemm_run(dtype, workspace, pool, m, n, k, 1.0, &ao, &bo, 0.0, c1, n, 1);
+  stax_gemm_run_prepacked(dtype, workspace, pool, m, n, k, 1.0, &ao, &bo, packed, 0.0, c2, n, 1);
+  CHECK(memcmp(c1, c2, element * (size_t)(m * n)) == 0);
+  stax_allocator_free_aligned(kt_allocator(), workspace, work ? work : 64, 64);
+  stax_allocator_free_aligned(kt_allocator(), packed, packed_size ? packed_size : 64, 64);
+  free(a);
+  free(b);
+  free(c1);
+  free(c2);
+}
+
+static void test_core_prepacked_b(void) {
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 2, &pool));
+  for (int v = 0; v < 4; v++) {
+    if (!stax_gemm_set_isa(kIsas[v])) continue;
+    for (int t = 0; t < 2; t++) {
+      check_prepacked(STAX_DTYPE_FLOAT32, 37, 53, 19, t, NULL);
+      check_prepacked(STAX_DTYPE_FLOAT32, 70, 100, 600, t, pool);  /* K over KC */
+      check_prepacked(STAX_DTYPE_FLOAT64, 9, 31, 300, t, NULL);
+    }
+  }
+  CHECK(stax_gemm_set_isa(NULL));
+  check_prepacked(STAX_DTYPE_FLOAT32, 20, 2100, 300, false, pool); /* N over NC, K over KC */
+  stax_threadpool_destroy(pool);
+}
+
+/* The MatMul kernel with a weight whose buffer is immutable (a program constant): the first
+ * call packs it and keeps the packing with the buffer, later calls use it; every result is
+ * bit-identical to the same product with a mutable weight. A transposed view of the weight is
+ * another packing under another key. Released with the buffer (LeakSanitizer). */
+static void test_matmul_constant_weight(void) {
+  int64_t ad[3] = {3, 40, 300}, bd[2] = {300, 70}, bt_dims[2] = {70, 300};
+  stax_tensor_t* a = make_tensor(STAX_DTYPE_FLOAT32, 3, ad, NULL);
+  stax_tensor_t* weight = make_tensor(STAX_DTYPE_FLOAT32, 2, bd, NULL);
+  stax_tensor_t* plain = NULL;
+  CHECK_OK(stax_tensor_copy(kt_allocator(), weight, &plain));
+  stax_buffer_set_immutable(weight->buffer);
+  stax_tensor_t* reference = NULL;
+  stax_tensor_t* inputs[2] = {a, plain};
+  CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, inputs, 2, NULL, &reference));
+  for (int call = 0; call < 3; call++) {
+    stax_tensor_t* out = NULL;
+    stax_tensor_t* const_inputs[2] = {a, weight};
+    CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, const_inputs, 2, NULL, &out));
+    CHECK(out && reference &&
+          memcmp(stax_tensor_data(out), stax_tensor_data(reference), 3 * 40 * 70 * 4) == 0);
+    CHECK(atomic_load(&weight->buffer->derived) != NULL);
+    kt_release(out);
+  }
+  /* A transposed view of another constant: its own packing. */
+  stax_tensor_t* wt_base = make_tensor(STAX_DTYPE_FLOAT32, 2, bt_dims, NULL);
+  stax_buffer_set_immutable(wt_base->buffer);
+  stax_tensor_t* wt = NULL;
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), wt_base, NULL, &wt));
+  stax_tensor_t* wt_copy = NULL;
+  CHECK_OK(stax_tensor_copy(kt_allocator(), wt, &wt_copy));
+  stax_tensor_t* out1 = NULL;
+  stax_tensor_t* out2 = NULL;
+  stax_tensor_t* in1[2] = {a, wt};
+  stax_tensor_t* in2[2] = {a, wt_copy};
+  CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, in1, 2, NULL, &out1));
+  CHECK_OK(run_kernel(STAX_OP_MatMul, NULL, 0, in2, 2, NULL, &out2));
+  CHECK(out1 && out2 &&
+        memcmp(stax_tensor_data(out1), stax_tensor_data(out2), 3 * 40 * 70 * 4) == 0);
+  kt_release(out1);
+  kt_release(out2);
+  kt_release(wt);
+  kt_release(wt_copy);
+  kt_release(wt_base);
+  kt_release(reference);
+  kt_release(plain);
+  kt_release(weight);
+  kt_release(a);
+}
+
+/* The derived-data store: only immutable buffers keep entries, a key is stored once (the
+ * second put gets the first entry back and its data is freed), and a recycled pooled block
+ * starts mutable and empty. */
+static void test_buffer_derived(void) {
+  stax_allocator_t sys = stax_allocator_system();
+  stax_buffer_t* buffer = NULL;
+  CHECK_OK(stax_buffer_allocate(kt_allocator(), 64, &buffer));
+  void* d1 = NULL;
+  CHECK_OK(stax_allocator_malloc_aligned(sys, 128, 64, &d1));
+  CHECK(stax_buffer_derived_put(buffer, 7, d1, 128) == NULL); /* mutable: refused, freed */
+  CHECK(stax_buffer_derived_get(buffer, 7, 128) == NULL);
+  stax_buffer_set_immutable(buffer);
+  void* d2 = NULL;
+  void* d3 = NULL;
+  CHECK_OK(stax_allocator_malloc_aligned(sys, 128, 64, &d2));
+  CHECK_OK(stax_allocator_malloc_aligned(sys, 128, 64, &d3));
+  CHECK(stax_buffer_derived_put(buffer, 7, d2, 128) == d2);
+  CHECK(stax_buffer_derived_put(buffer, 7, d3, 128) == d2); /* d3 freed */
+  CHECK(stax_buffer_derived_get(buffer, 7, 128) == d2);
+  CHECK(stax_buffer_derived_get(buffer, 8, 128) == NULL);
+  CHECK(stax_buffer_derived_get(buffer, 7, 64) == NULL);
+  stax_buffer_release(buffer); /* frees d2 */
+  stax_buffer_t* pooled = NULL;
+  CHECK_OK(stax_buffer_allocate_pooled(256, &pooled));
+  stax_buffer_set_immutable(pooled);
+  void* d4 = NULL;
+  CHECK_OK(stax_allocator_malloc_aligned(sys, 64, 64, &d4));
+  CHECK(stax_buffer_derived_put(pooled, 1, d4, 64) == d4);
+  stax_buffer_release(pooled);
+  CHECK_OK(stax_buffer_allocate_pooled(256, &pooled));
+  CHECK(!pooled->immutable && atomic_load(&pooled->derived) == NULL);
+  stax_buffer_release(pooled);
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_allocation_failures), STAX_TEST(test_core_odd_sizes_every_isa),
                STAX_TEST(test_core_blocks_and_threads), STAX_TEST(test_core_halves_f64_and_k0),
                STAX_TEST(test_matmul_shapes_and_broadcast), STAX_TEST(test_matmul_dtypes),
                STAX_TEST(test_matmul_views), STAX_TEST(test_matmul_preallocated_and_errors),
                STAX_TEST(test_gemm_options), STAX_TEST(test_gemm_errors),
                STAX_TEST(test_einsum_two_operand), STAX_TEST(test_einsum_single_operand),
-               STAX_TEST(test_einsum_ellipsis_and_many), STAX_TEST(test_einsum_errors))
+               STAX_TEST(test_einsum_ellipsis_and_many), STAX_TEST(test_einsum_errors),
+               STAX_TEST(test_core_prepacked_b), STAX_TEST(test_matmul_constant_weight),
+               STAX_TEST(test_buffer_derived))
