@@ -2,6 +2,7 @@
  * the backend, keep what running needs), running stages over the thread pool, kernel
  * lifetime and statistics. See jit.h for the contract. */
 #include "jit/jit.h"
+#include "base/hash_map.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +36,8 @@ typedef struct kernel_stage_t {
   bool parallel;
   int64_t extent;
   int64_t grain;
+  int32_t fills, source; /* a stage filling scratch `fills` from constant input `source` */
+  uint64_t fill_key;
 } kernel_stage_t;
 
 struct stax_jit_kernel_s {
@@ -151,6 +154,9 @@ static stax_status_t kernel_describe(stax_jit_kernel_t* kernel, const stax_kir_k
                                              sizeof(kernel_stage_t), (void**)&kernel->stages));
   kernel->stage_count = kir->stage_count;
   for (int32_t s = 0; s < kir->stage_count; s++) {
+    kernel->stages[s].fills = kir->stages[s]->fills;
+    kernel->stages[s].source = kir->stages[s]->source;
+    kernel->stages[s].fill_key = kir->stages[s]->fill_key;
     const stax_kir_stmt_t* first = kir->stages[s]->body.first;
     if (first && !first->next && first->kind == STAX_KIR_STMT_LOOP &&
         kir->loops[first->loop]->parallel) {
@@ -269,8 +275,12 @@ static void stage_range(void* context, int64_t begin, int64_t end) {
  * allocation per run. */
 #define MAX_STACK_BUFFERS 32
 
-stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* data,
-                                       stax_threadpool_t* pool) {
+/* Runs the kernel. prefilled (NULL, or per buffer): scratch buffers already filled (a packed
+ * constant weight kept with it): they are used as they are and the stages filling them are
+ * skipped. only_fill >= 0: run just the stages filling that buffer (into prefilled's). */
+static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
+                                void* const* prefilled, int32_t only_fill,
+                                stax_threadpool_t* pool) {
   int32_t count = kernel->buffer_count;
   int32_t arguments = kernel->input_count + kernel->output_count;
   void* stack[MAX_STACK_BUFFERS];
@@ -289,6 +299,11 @@ stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* d
     buffers[b] = b < arguments ? data[b] : NULL;
   }
   for (int32_t b = arguments; b < count && status == STAX_OK; b++) {
+    if (prefilled && prefilled[b]) {
+      buffers[b] = prefilled[b];
+      continue;
+    }
+    if (only_fill >= 0) continue; /* the fill stages touch only their buffer */
     const kernel_buffer_t* info = &kernel->buffers[b];
     size_t bytes = (size_t)(info->highest + 1) * stax_dtype_size(info->dtype);
     status = stax_buffer_allocate_pooled(bytes ? bytes : 1, &scratch[b]);
@@ -296,6 +311,9 @@ stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* d
   }
   for (int32_t s = 0; s < kernel->code.stage_count && status == STAX_OK; s++) {
     const kernel_stage_t* stage = &kernel->stages[s];
+    if (only_fill >= 0 ? stage->fills != only_fill
+                       : stage->fills >= 0 && prefilled && prefilled[stage->fills])
+      continue;
     stage_call_t call = {kernel->code.stages[s], buffers};
     if (stage->parallel) {
       if (stage->extent > 0)
@@ -310,6 +328,47 @@ stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* d
     stax_allocator_free(kernel->allocator, buffers,
                         (size_t)count * (sizeof(void*) + sizeof(stax_buffer_t*)));
   return status;
+}
+
+stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* data,
+                                       stax_threadpool_t* pool) {
+  return kernel_run(kernel, data, NULL, -1, pool);
+}
+
+/* The filled form of scratch buffer `b` for this run's constant source, kept with the
+ * constant's buffer (shared by every kernel version with the same layout: a weight is packed
+ * once per program, not once per shape); NULL when the source is not an immutable buffer or
+ * memory is short (the run then fills a scratch copy as usual). */
+static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const kernel_stage_t* stage,
+                                  stax_tensor_t* const* inputs, void* const* data,
+                                  stax_threadpool_t* pool) {
+  const stax_tensor_t* source = inputs[stage->source];
+  stax_buffer_t* owner = source->buffer;
+  if (!owner || !owner->immutable) return NULL;
+  const kernel_buffer_t* info = &kernel->buffers[b];
+  size_t bytes = (size_t)(info->highest + 1) * stax_dtype_size(info->dtype);
+  if (bytes == 0) return NULL;
+  uint64_t offset = (uint64_t)((const char*)data[stage->source] - (const char*)owner->data);
+  uint64_t key = stax_hash_combine(stage->fill_key, offset);
+  const void* kept = stax_buffer_derived_get(owner, key, bytes);
+  if (kept) return kept;
+  void* fresh = NULL;
+  stax_status_t status = stax_allocator_malloc_aligned(stax_allocator_system(), bytes, 64, &fresh);
+  if (status == STAX_OK) {
+    void* prefilled[MAX_STACK_BUFFERS] = {0};
+    if (kernel->buffer_count > MAX_STACK_BUFFERS) {
+      stax_allocator_free_aligned(stax_allocator_system(), fresh, bytes, 64);
+      return NULL;
+    }
+    prefilled[b] = fresh;
+    status = kernel_run(kernel, data, prefilled, b, pool);
+    if (status != STAX_OK) stax_allocator_free_aligned(stax_allocator_system(), fresh, bytes, 64);
+  }
+  if (status != STAX_OK) {
+    stax_status_free(status);
+    return NULL;
+  }
+  return stax_buffer_derived_put(owner, key, fresh, bytes);
 }
 
 static stax_status_t check_tensor(const stax_jit_kernel_t* kernel, int32_t index,
@@ -393,7 +452,22 @@ stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count
             kernel->buffers[i].name);
     }
   }
-  if (status == STAX_OK) status = stax_jit_kernel_run_data(kernel, data, pool);
+  if (status == STAX_OK) {
+    /* Scratch filled from a constant (a packed weight): made once, kept with the constant. */
+    void* prefilled[MAX_STACK_BUFFERS];
+    bool any = false;
+    if (kernel->buffer_count <= MAX_STACK_BUFFERS) {
+      for (int32_t b = 0; b < kernel->buffer_count; b++) prefilled[b] = NULL;
+      for (int32_t s = 0; s < kernel->stage_count; s++) {
+        const kernel_stage_t* stage = &kernel->stages[s];
+        if (stage->fills < 0 || prefilled[stage->fills]) continue;
+        prefilled[stage->fills] =
+            (void*)(uintptr_t)kernel_prefill(kernel, stage->fills, stage, inputs, data, pool);
+        any = any || prefilled[stage->fills];
+      }
+    }
+    status = kernel_run(kernel, data, any ? prefilled : NULL, -1, pool);
+  }
   if (data != stack)
     stax_allocator_free(kernel->allocator, data, sizeof(void*) * (size_t)arguments);
   return status;

@@ -160,6 +160,7 @@ stax_kir_block_t* stax_kir_add_stage(stax_kir_kernel_t* kernel, const char* name
   stax_kir_stage_t* stage = kernel_alloc(kernel, sizeof(*stage));
   if (!stage) return NULL;
   stage->name = kernel_strdup(kernel, name);
+  stage->fills = stage->source = -1;
   if (table_push(kernel, (void***)&kernel->stages, &kernel->stage_count, &kernel->stage_capacity,
                  stage) < 0)
     return NULL;

@@ -186,6 +186,13 @@ typedef struct stax_kir_local_t {
 typedef struct stax_kir_stage_t {
   const char* name;
   stax_kir_block_t body;
+  /* Set by lowering when the stage only fills scratch buffer `fills` from input buffer
+   * `source`, and that input is a constant (a weight: the same contents on every run). The
+   * host may then keep the filled buffer with the constant and skip the stage on later runs;
+   * `fill_key` names the layout (everything but the source's data). -1: an ordinary stage. */
+  int32_t fills;
+  int32_t source;
+  uint64_t fill_key;
 } stax_kir_stage_t;
 
 typedef struct stax_kir_kernel_t {

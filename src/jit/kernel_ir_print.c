@@ -188,7 +188,13 @@ static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
     stax_jit_text_appendf(text, "] %s\n", role_name(buffer->role));
   }
   for (int32_t s = 0; s < kernel->stage_count; s++) {
-    stax_jit_text_appendf(text, "  stage %d %s:\n", (int)s, kernel->stages[s]->name);
+    const stax_kir_stage_t* stage = kernel->stages[s];
+    if (stage->fills >= 0)
+      stax_jit_text_appendf(text, "  stage %d %s (fills %s from constant %s):\n", (int)s,
+                            stage->name, kernel->buffers[stage->fills]->name,
+                            kernel->buffers[stage->source]->name);
+    else
+      stax_jit_text_appendf(text, "  stage %d %s:\n", (int)s, stage->name);
     print_block(text, kernel, &kernel->stages[s]->body, 2);
   }
 }

@@ -30,6 +30,7 @@
  * panel are a last stage. Not done: NC blocking for one thread, float64. */
 #include <string.h>
 
+#include "base/hash_map.h"
 #include "jit/lower_internal.h"
 
 typedef struct matmul_t {
@@ -197,7 +198,36 @@ static void pack_nest(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
                      stax_kir_load(k, m->L->buffer[m->b], &source));
 }
 
+static void emit_pack_stages(matmul_t* m);
+
+/* B's panels: when B is a constant (a weight), the pack stages only turn that constant into
+ * panels, so they are marked for the host to run once per weight and keep the result with it
+ * (jit.c); the key names the layout. */
 static void emit_pack(matmul_t* m) {
+  stax_kir_kernel_t* k = m->k;
+  int32_t first_stage = k->stage_count;
+  emit_pack_stages(m);
+  const stax_jit_value_t* b = lower_value(m->L, m->b);
+  if (!b->constant || k->status) return;
+  uint64_t key = stax_hash_combine(0x6a17a9e15ull, (uint64_t)m->nr);
+  key = stax_hash_combine(key, (uint64_t)m->kdim);
+  key = stax_hash_combine(key, (uint64_t)m->n);
+  key = stax_hash_combine(key, (uint64_t)b->dtype);
+  key = stax_hash_combine(key, (uint64_t)b->rank);
+  for (int32_t d = 0; d < b->rank; d++) {
+    key = stax_hash_combine(key, (uint64_t)b->dims[d]);
+    key = stax_hash_combine(key, (uint64_t)b->strides[d]);
+  }
+  key = stax_hash_combine(key, (uint64_t)m->b_depth);
+  key = stax_hash_combine(key, (uint64_t)m->b_col);
+  for (int32_t s = first_stage; s < k->stage_count; s++) {
+    k->stages[s]->fills = m->panel_buffer;
+    k->stages[s]->source = m->L->buffer[m->b];
+    k->stages[s]->fill_key = key;
+  }
+}
+
+static void emit_pack_stages(matmul_t* m) {
   stax_kir_kernel_t* k = m->k;
   const stax_jit_value_t* b = lower_value(m->L, m->b);
   int32_t batch_rank = b->rank - 2;

@@ -251,6 +251,58 @@ static void matmul_case(int64_t m, int64_t n, int64_t k, int32_t a_layout, int32
   tg_free(&tg);
 }
 
+/* A constant weight (its value carries contents; its buffer immutable, as a program's
+ * constants are): the kernel's B-packing stages are marked as filling the panels from a
+ * constant, the first run packs B once and keeps the panels with the weight's buffer, later
+ * runs (and a second kernel with the same layout) skip packing; every result is bit-identical
+ * to the same kernel with a mutable weight, for both nests (unblocked and K-blocked), and
+ * batch-broadcast B. */
+static void constant_weight_case(int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a) {
+  stax_jit_backend_t* backend = tg_backend();
+  if (!backend) return;
+  test_group_t tg;
+  tg_init(&tg);
+  int64_t a_dims[3] = {batch, m, k}, b_dims[2] = {k, n}, out_dims[3] = {batch, m, n};
+  int32_t a = tg_input_layout(&tg, "a", STAX_DTYPE_FLOAT32, 3, a_dims, trans_a ? 1 : 0, -1, 1);
+  int32_t b = tg_input(&tg, "b", STAX_DTYPE_FLOAT32, 2, b_dims);
+  int32_t ab[2] = {a, b};
+  int32_t y = tg_node(&tg, STAX_OP_MatMul, 2, ab, STAX_DTYPE_FLOAT32, 3, out_dims, 0, NULL);
+  int32_t r = tg_node(&tg, STAX_OP_Relu, 1, &y, STAX_DTYPE_FLOAT32, 3, out_dims, 0, NULL);
+  tg_output(&tg, r);
+  /* Mutable first: the reference. */
+  stax_jit_kernel_t* plain = NULL;
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "mm_plain"), NULL, &plain));
+  stax_tensor_t* expected[1] = {NULL};
+  if (plain) CHECK_OK(tg_run(&tg, plain, NULL, expected));
+  /* Then constant and immutable. */
+  tg.values[b].constant = tg.tensors[b];
+  stax_buffer_set_immutable(tg.tensors[b]->buffer);
+  stax_jit_compile_options_t options = {.keep_kernel_ir = true};
+  stax_jit_kernel_t* kernel = NULL;
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "mm_const"), &options, &kernel));
+  if (kernel && stax_jit_kernel_ir_text(kernel))
+    CHECK(strstr(stax_jit_kernel_ir_text(kernel), "(fills panels from constant b)") != NULL);
+  stax_threadpool_t* pool = stax_threadpool_default();
+  for (int run = 0; run < 3 && kernel && expected[0]; run++) {
+    stax_tensor_t* out[1] = {NULL};
+    CHECK_OK(tg_run(&tg, kernel, run == 1 ? pool : NULL, out));
+    CHECK(out[0] && memcmp(stax_tensor_data(out[0]), stax_tensor_data(expected[0]),
+                           (size_t)(batch * m * n) * sizeof(float)) == 0);
+    CHECK(atomic_load(&tg.tensors[b]->buffer->derived) != NULL);
+    stax_tensor_release(out[0]);
+  }
+  if (expected[0]) stax_tensor_release(expected[0]);
+  if (kernel) stax_jit_kernel_release(kernel);
+  if (plain) stax_jit_kernel_release(plain);
+  tg_free(&tg);
+}
+
+static void test_matmul_constant_weight(void) {
+  constant_weight_case(1, 40, 70, 64, false);    /* unblocked nest */
+  constant_weight_case(3, 7, 33, 300, false);    /* batch-broadcast B, edge panel */
+  constant_weight_case(1, 40, 160, 700, true);   /* transposed A: the K-blocked nest */
+}
+
 static void test_matmul_bias_activation(void) {
   static const int64_t sizes[][3] = {{1, 1, 1},    {5, 7, 3},    {6, 16, 8},   {7, 17, 9},
                                      {13, 33, 31}, {12, 32, 64}, {64, 48, 40}, {100, 37, 129},
@@ -732,6 +784,7 @@ STAX_TEST_MAIN(STAX_TEST(test_softmax_rows), STAX_TEST(test_layernorm_rows),
                STAX_TEST(test_rows_not_fusible), STAX_TEST(test_matmul_bias_activation),
                STAX_TEST(test_gemm_options), STAX_TEST(test_batched_matmul),
                STAX_TEST(test_matmul_blocked), STAX_TEST(test_matmul_blocked_gemm_batched),
+               STAX_TEST(test_matmul_constant_weight),
                STAX_TEST(test_matmul_performance), STAX_TEST(test_matmul_shapes_performance),
                STAX_TEST(test_fusion_performance),
                STAX_TEST(test_compile_times))
