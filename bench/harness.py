@@ -393,7 +393,7 @@ def interp_text(s):
             f"{s['interpreted_second_occurrence']} second call (compile just queued), "
             f"{s['interpreted_waiting']} later calls with no kernel yet (compile queued or "
             f"running, or evicted before use), {s['interpreted_evicted']} after the shape had "
-            f"run compiled (version evicted: 8 per segment); {s['compiles']} versions compiled "
+            f"run compiled (its version evicted by the per-segment cap); {s['compiles']} versions compiled "
             f"({s['failures']} failed, {s['evictions']} evicted), {s['shapes_ever_compiled']} "
             f"shapes ever ran compiled, {s['compile_time_s']:.1f} s on the compiler thread")
 
