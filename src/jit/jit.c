@@ -344,7 +344,7 @@ static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const ke
                                   stax_threadpool_t* pool) {
   const stax_tensor_t* source = inputs[stage->source];
   stax_buffer_t* owner = source->buffer;
-  if (!owner || !owner->immutable) return NULL;
+  if (!owner || !owner->immutable || kernel->buffer_count > MAX_STACK_BUFFERS) return NULL;
   const kernel_buffer_t* info = &kernel->buffers[b];
   size_t bytes = (size_t)(info->highest + 1) * stax_dtype_size(info->dtype);
   if (bytes == 0) return NULL;
@@ -356,10 +356,6 @@ static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const ke
   stax_status_t status = stax_allocator_malloc_aligned(stax_allocator_system(), bytes, 64, &fresh);
   if (status == STAX_OK) {
     void* prefilled[MAX_STACK_BUFFERS] = {0};
-    if (kernel->buffer_count > MAX_STACK_BUFFERS) {
-      stax_allocator_free_aligned(stax_allocator_system(), fresh, bytes, 64);
-      return NULL;
-    }
     prefilled[b] = fresh;
     status = kernel_run(kernel, data, prefilled, b, pool);
     if (status != STAX_OK) stax_allocator_free_aligned(stax_allocator_system(), fresh, bytes, 64);
