@@ -170,16 +170,13 @@ static void matmul_groups(void* opaque, int64_t begin, int64_t end) {
 /* B packed once and kept with its buffer when B is a constant weight shared by every batch
  * index (NULL otherwise: the core packs it per call). Packing costs about what one call's
  * packing does, once. */
-static const void* matmul_prepacked_b(const stax_matrix_batch_t* b, stax_dtype_t compute_dtype,
-                                      int64_t n, int64_t k) {
-  if (!b->buffer || !b->buffer->immutable || n <= 0 || k <= 0) return NULL;
-  for (int32_t d = 0; d < b->batch_rank; d++)
-    if (b->batch_strides[d] != 0 && b->batch_dims[d] != 1) return NULL;
-  stax_gemm_operand_t operand = {b->dtype, b->data, b->row_stride, b->col_stride};
-  int64_t offset = (int64_t)((const char*)b->data - (const char*)stax_buffer_data(b->buffer));
+static const void* prepacked_b(stax_buffer_t* buffer, const stax_gemm_operand_t* operand,
+                               stax_dtype_t compute_dtype, int64_t n, int64_t k) {
+  if (!buffer || !buffer->immutable || n <= 0 || k <= 0) return NULL;
+  int64_t offset = (int64_t)((const char*)operand->data - (const char*)stax_buffer_data(buffer));
   size_t size = stax_gemm_prepacked_b_size(compute_dtype, n, k);
-  uint64_t key = stax_gemm_prepacked_b_key(compute_dtype, n, k, &operand, offset);
-  const void* packed = stax_buffer_derived_get(b->buffer, key, size);
+  uint64_t key = stax_gemm_prepacked_b_key(compute_dtype, n, k, operand, offset);
+  const void* packed = stax_buffer_derived_get(buffer, key, size);
   if (packed) return packed;
   void* fresh = NULL;
   stax_status_t status = stax_allocator_malloc_aligned(stax_allocator_system(), size, 64, &fresh);
@@ -187,8 +184,35 @@ static const void* matmul_prepacked_b(const stax_matrix_batch_t* b, stax_dtype_t
     stax_status_free(status);
     return NULL;
   }
-  stax_gemm_prepack_b(compute_dtype, n, k, &operand, fresh);
-  return stax_buffer_derived_put(b->buffer, key, fresh, size);
+  stax_gemm_prepack_b(compute_dtype, n, k, operand, fresh);
+  return stax_buffer_derived_put(buffer, key, fresh, size);
+}
+
+static const void* matmul_prepacked_b(const stax_matrix_batch_t* b, stax_dtype_t compute_dtype,
+                                      int64_t n, int64_t k) {
+  for (int32_t d = 0; d < b->batch_rank; d++)
+    if (b->batch_strides[d] != 0 && b->batch_dims[d] != 1) return NULL;
+  stax_gemm_operand_t operand = {b->dtype, b->data, b->row_stride, b->col_stride};
+  return prepacked_b(b->buffer, &operand, compute_dtype, n, k);
+}
+
+/* stax_gemm with B packed once when it is a constant (Gemm's weight, often transB). */
+static stax_status_t gemm_constant_b(const stax_kernel_call_t* call, stax_dtype_t compute, int64_t m,
+                                     int64_t n, int64_t k, double alpha,
+                                     const stax_gemm_operand_t* a, const stax_gemm_operand_t* b,
+                                     stax_buffer_t* b_buffer, double beta, void* y) {
+  const void* packed = prepacked_b(b_buffer, b, compute, n, k);
+  if (!packed)
+    return stax_gemm(call->allocator, compute, call->pool, m, n, k, alpha, a, b, beta, y, n, 1);
+  size_t bytes = stax_gemm_workspace_size(compute, m, n, k);
+  void* workspace = NULL;
+  if (bytes > 0)
+    STAX_RETURN_IF_ERROR(stax_allocator_malloc_aligned(call->allocator, bytes, 64, &workspace),
+                         "gemm workspace of %zu bytes", bytes);
+  stax_gemm_run_prepacked(compute, workspace, call->pool, m, n, k, alpha, a, b, packed, beta, y, n,
+                          1);
+  if (workspace) stax_allocator_free_aligned(call->allocator, workspace, bytes, 64);
+  return STAX_OK;
 }
 
 stax_status_t stax_matmul_batched(const stax_kernel_call_t* call, const stax_matrix_batch_t* a,
@@ -535,8 +559,8 @@ stax_status_t stax_kernel_Gemm(stax_kernel_call_t* call) {
     stax_dtype_t compute = a->dtype;
     void* y_data = tensor_first_element(y);
     if (has_c) gemm_fill_bias(c, c_strides, compute, y_data, m, n, n);
-    status = stax_gemm(call->allocator, compute, call->pool, m, n, k, alpha, &a_operand, &b_operand,
-                       has_c ? beta : 0.0, y_data, n, 1);
+    status = gemm_constant_b(call, compute, m, n, k, alpha, &a_operand, &b_operand, b->buffer,
+                             has_c ? beta : 0.0, y_data);
     if (status) status = stax_status_annotate(status, "Gemm node '%s'", call->node->name);
   } else {
     /* Halves: accumulate in a float32 copy of the result, round once at the end. */

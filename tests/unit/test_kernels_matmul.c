@@ -927,10 +927,11 @@ static void test_core_prepacked_b(void) {
   stax_threadpool_destroy(pool);
 }
 
-/* The MatMul kernel with a weight whose buffer is immutable (a program constant): the first
- * call packs it and keeps the packing with the buffer, later calls use it; every result is
- * bit-identical to the same product with a mutable weight. A transposed view of the weight is
- * another packing under another key. Released with the buffer (LeakSanitizer). */
+/* The MatMul and Gemm kernels with a weight whose buffer is immutable (a program constant):
+ * the first call packs it and keeps the packing with the buffer, later calls use it; every
+ * result is bit-identical to the same product with a mutable weight. A transposed view of
+ * the weight is another packing under another key. Released with the buffer
+ * (LeakSanitizer). */
 static void test_matmul_constant_weight(void) {
   int64_t ad[3] = {3, 40, 300}, bd[2] = {300, 70}, bt_dims[2] = {70, 300};
   stax_tensor_t* a = make_tensor(STAX_DTYPE_FLOAT32, 3, ad, NULL);
@@ -970,6 +971,36 @@ static void test_matmul_constant_weight(void) {
   kt_release(wt);
   kt_release(wt_copy);
   kt_release(wt_base);
+  /* Gemm with transB, alpha, beta and C, its weight constant: bit-identical to a mutable one. */
+  for (int dtype = 0; dtype < 2; dtype++) {
+    stax_dtype_t dt = dtype ? STAX_DTYPE_FLOAT64 : STAX_DTYPE_FLOAT32;
+    size_t element = stax_dtype_size(dt);
+    stax_tensor_t* ga = make_tensor(dt, 2, (int64_t[]){33, 300}, NULL);
+    stax_tensor_t* gw = make_tensor(dt, 2, (int64_t[]){50, 300}, NULL);
+    stax_tensor_t* gc = make_tensor(dt, 1, (int64_t[]){50}, NULL);
+    stax_tensor_t* gw_plain = NULL;
+    CHECK_OK(stax_tensor_copy(kt_allocator(), gw, &gw_plain));
+    stax_buffer_set_immutable(gw->buffer);
+    stax_node_attr_t attrs[3] = {kt_attr_int("transB", 1), kt_attr_float("alpha", 0.5f),
+                                 kt_attr_float("beta", 2.0f)};
+    stax_tensor_t* g_in_plain[3] = {ga, gw_plain, gc};
+    stax_tensor_t* g_ref = NULL;
+    CHECK_OK(run_kernel(STAX_OP_Gemm, attrs, 3, g_in_plain, 3, NULL, &g_ref));
+    for (int call = 0; call < 2; call++) {
+      stax_tensor_t* g_in[3] = {ga, gw, gc};
+      stax_tensor_t* g_out = NULL;
+      CHECK_OK(run_kernel(STAX_OP_Gemm, attrs, 3, g_in, 3, NULL, &g_out));
+      CHECK(g_out && g_ref &&
+            memcmp(stax_tensor_data(g_out), stax_tensor_data(g_ref), 33 * 50 * element) == 0);
+      CHECK(atomic_load(&gw->buffer->derived) != NULL);
+      kt_release(g_out);
+    }
+    kt_release(g_ref);
+    kt_release(gw_plain);
+    kt_release(gc);
+    kt_release(gw);
+    kt_release(ga);
+  }
   kt_release(reference);
   kt_release(plain);
   kt_release(weight);
