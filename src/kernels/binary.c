@@ -199,30 +199,7 @@ bool stax_binary_elementwise_run(stax_threadpool_t* pool, const stax_tensor_t* a
     const T* restrict b = b_;                                                              \
     bool fault = false;                                                                    \
     (void)sizeof(U);                                                                       \
-    if (count <= 0) return false;                                                          \
-    if (out_stride == 1 && a_stride == 1 && b_stride == 1) {                               \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T x = a[i], y = b[i];                                                              \
-        out[i] = (TOUT)(EXPR);                                                             \
-      }                                                                                    \
-    } else if (out_stride == 1 && a_stride == 1 && b_stride == 0) {                        \
-      const T y = b[0];                                                                    \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T x = a[i];                                                                        \
-        out[i] = (TOUT)(EXPR);                                                             \
-      }                                                                                    \
-    } else if (out_stride == 1 && a_stride == 0 && b_stride == 1) {                        \
-      const T x = a[0];                                                                    \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T y = b[i];                                                                        \
-        out[i] = (TOUT)(EXPR);                                                             \
-      }                                                                                    \
-    } else {                                                                               \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T x = a[i * a_stride], y = b[i * b_stride];                                        \
-        out[i * out_stride] = (TOUT)(EXPR);                                                \
-      }                                                                                    \
-    }                                                                                      \
+    STAX_BINARY_ROW_LOOPS(EXPR)                                                            \
     return fault;                                                                          \
   }
 

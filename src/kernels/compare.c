@@ -15,30 +15,7 @@
     uint8_t* restrict out = out_;                                                          \
     const T* restrict a = a_;                                                              \
     const T* restrict b = b_;                                                              \
-    if (count <= 0) return false;                                                          \
-    if (out_stride == 1 && a_stride == 1 && b_stride == 1) {                               \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T x = a[i], y = b[i];                                                              \
-        out[i] = (uint8_t)(EXPR);                                                          \
-      }                                                                                    \
-    } else if (out_stride == 1 && a_stride == 1 && b_stride == 0) {                        \
-      const T y = b[0];                                                                    \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T x = a[i];                                                                        \
-        out[i] = (uint8_t)(EXPR);                                                          \
-      }                                                                                    \
-    } else if (out_stride == 1 && a_stride == 0 && b_stride == 1) {                        \
-      const T x = a[0];                                                                    \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T y = b[i];                                                                        \
-        out[i] = (uint8_t)(EXPR);                                                          \
-      }                                                                                    \
-    } else {                                                                               \
-      for (int64_t i = 0; i < count; i++) {                                                \
-        T x = a[i * a_stride], y = b[i * b_stride];                                        \
-        out[i * out_stride] = (uint8_t)(EXPR);                                             \
-      }                                                                                    \
-    }                                                                                      \
+    STAX_BINARY_ROW_LOOPS(EXPR)                                                            \
     return false;                                                                          \
   }
 

@@ -28,4 +28,35 @@ bool stax_binary_elementwise_run(stax_threadpool_t* pool, const stax_tensor_t* a
                                  stax_binary_row_fn fn, stax_dtype_t compute_in,
                                  stax_dtype_t compute_out);
 
+/* The loops of a binary row function, shared by the arithmetic, comparison and variadic
+ * kernels: out[i] = EXPR over x = a[i], y = b[i] (T: the operand type), with the contiguous
+ * and scalar-operand cases apart so each vectorizes. Expects out, a and b (restrict pointers;
+ * EXPR converts to out's element type by assignment, as a cast would) and out_stride,
+ * a_stride, b_stride, count in scope; returns false when there is nothing to do. */
+#define STAX_BINARY_ROW_LOOPS(EXPR)                                   \
+  if (count <= 0) return false;                                       \
+  if (out_stride == 1 && a_stride == 1 && b_stride == 1) {            \
+    for (int64_t i = 0; i < count; i++) {                             \
+      T x = a[i], y = b[i];                                           \
+      out[i] = (EXPR);                            \
+    }                                                                 \
+  } else if (out_stride == 1 && a_stride == 1 && b_stride == 0) {     \
+    const T y = b[0];                                                 \
+    for (int64_t i = 0; i < count; i++) {                             \
+      T x = a[i];                                                     \
+      out[i] = (EXPR);                            \
+    }                                                                 \
+  } else if (out_stride == 1 && a_stride == 0 && b_stride == 1) {     \
+    const T x = a[0];                                                 \
+    for (int64_t i = 0; i < count; i++) {                             \
+      T y = b[i];                                                     \
+      out[i] = (EXPR);                            \
+    }                                                                 \
+  } else {                                                            \
+    for (int64_t i = 0; i < count; i++) {                             \
+      T x = a[i * a_stride], y = b[i * b_stride];                     \
+      out[i * out_stride] = (EXPR);               \
+    }                                                                 \
+  }
+
 #endif /* STAX_KERNELS_ELEMENTWISE_H_ */
