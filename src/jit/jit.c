@@ -29,6 +29,7 @@ typedef struct kernel_buffer_t {
   int64_t dims[STAX_MAX_RANK];
   int64_t strides[STAX_MAX_RANK];
   int64_t lowest, highest;
+  bool rows; /* rows-generic: dims[0] is the row count */
   const char* name; /* in the kernel's name block */
 } kernel_buffer_t;
 
@@ -38,6 +39,8 @@ typedef struct kernel_stage_t {
   int64_t grain;
   int32_t fills, source; /* a stage filling scratch `fills` from constant input `source` */
   uint64_t fill_key;
+  int32_t extent_param;      /* rows-generic: the parallel extent is this parameter, or -1 */
+  int64_t parallel_min_rows; /* rows-generic: serial below this many rows */
 } kernel_stage_t;
 
 struct stax_jit_kernel_s {
@@ -52,6 +55,12 @@ struct stax_jit_kernel_s {
   int32_t stage_count;
   kernel_stage_t* stages;
   bool in_place_safe;
+  /* Rows-generic kernels: the row count R comes from the `rows` arguments at run time; the
+   * parameters are functions of it (kernel_ir.h). */
+  bool rows_generic;
+  int64_t rows_min, rows_max;
+  int32_t param_count;
+  stax_kir_param_t params[STAX_KIR_MAX_PARAMS];
   char* kernel_ir_text;
   double lower_ms, compile_ms;
 };
@@ -137,6 +146,7 @@ static stax_status_t kernel_describe(stax_jit_kernel_t* kernel, const stax_kir_k
     memcpy(target->strides, source->strides, sizeof(target->strides));
     target->lowest = source->lowest;
     target->highest = source->highest;
+    target->rows = source->rows;
     char* name = NULL;
     STAX_RETURN_IF_ERROR(stax_jit_text_copy(a, source->name, &name));
     target->name = name;
@@ -157,15 +167,24 @@ static stax_status_t kernel_describe(stax_jit_kernel_t* kernel, const stax_kir_k
     kernel->stages[s].fills = kir->stages[s]->fills;
     kernel->stages[s].source = kir->stages[s]->source;
     kernel->stages[s].fill_key = kir->stages[s]->fill_key;
+    kernel->stages[s].extent_param = -1;
+    kernel->stages[s].parallel_min_rows = kir->stages[s]->parallel_min_rows;
     const stax_kir_stmt_t* first = kir->stages[s]->body.first;
     if (first && !first->next && first->kind == STAX_KIR_STMT_LOOP &&
         kir->loops[first->loop]->parallel) {
       kernel->stages[s].parallel = true;
       kernel->stages[s].extent = kir->loops[first->loop]->extent;
+      kernel->stages[s].extent_param = kir->loops[first->loop]->extent_param;
       kernel->stages[s].grain = kir->loops[first->loop]->grain;
     }
   }
   kernel->in_place_safe = kir->in_place_safe;
+  kernel->rows_generic = kir->rows_generic;
+  kernel->rows_min = kir->rows_min;
+  kernel->rows_max = kir->rows_max;
+  kernel->param_count = kir->param_count;
+  memcpy(kernel->params, kir->params, sizeof(kernel->params));
+  for (int32_t p = 0; p < kir->param_count; p++) kernel->params[p].name = NULL; /* arena's */
   return STAX_OK;
 }
 
@@ -279,25 +298,30 @@ static void stage_range(void* context, int64_t begin, int64_t end) {
  * constant weight kept with it): they are used as they are and the stages filling them are
  * skipped. only_fill >= 0: run just the stages filling that buffer (into prefilled's). */
 static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
-                                void* const* prefilled, int32_t only_fill,
+                                void* const* prefilled, int32_t only_fill, int64_t rows,
                                 stax_threadpool_t* pool) {
   int32_t count = kernel->buffer_count;
   int32_t arguments = kernel->input_count + kernel->output_count;
-  void* stack[MAX_STACK_BUFFERS];
+  /* One slot more than the buffers: a rows-generic kernel finds its parameters there. */
+  void* stack[MAX_STACK_BUFFERS + 1];
   void** buffers = stack;
-  stax_buffer_t* scratch_stack[MAX_STACK_BUFFERS];
+  stax_buffer_t* scratch_stack[MAX_STACK_BUFFERS + 1];
   stax_buffer_t** scratch = scratch_stack;
   stax_status_t status = STAX_OK;
   if (count > MAX_STACK_BUFFERS) {
-    STAX_RETURN_IF_ERROR(stax_allocator_calloc(kernel->allocator, (size_t)count,
+    STAX_RETURN_IF_ERROR(stax_allocator_calloc(kernel->allocator, (size_t)count + 1,
                                                sizeof(void*) + sizeof(stax_buffer_t*),
                                                (void**)&buffers));
-    scratch = (stax_buffer_t**)(buffers + count);
+    scratch = (stax_buffer_t**)(buffers + count + 1);
   }
   for (int32_t b = 0; b < count; b++) {
     scratch[b] = NULL;
     buffers[b] = b < arguments ? data[b] : NULL;
   }
+  int64_t params[STAX_KIR_MAX_PARAMS] = {0};
+  for (int32_t p = 0; p < kernel->param_count; p++)
+    params[p] = stax_kir_param_value(&kernel->params[p], rows);
+  buffers[count] = params;
   for (int32_t b = arguments; b < count && status == STAX_OK; b++) {
     if (prefilled && prefilled[b]) {
       buffers[b] = prefilled[b];
@@ -316,8 +340,11 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
       continue;
     stage_call_t call = {kernel->code.stages[s], buffers};
     if (stage->parallel) {
-      if (stage->extent > 0)
-        stax_parallel_for(pool, stage->extent, stage->grain, stage_range, &call);
+      int64_t extent = stage->extent_param >= 0 ? params[stage->extent_param] : stage->extent;
+      if (extent > 0 && rows < stage->parallel_min_rows)
+        call.fn(buffers, 0, extent); /* too little work to wake the pool */
+      else if (extent > 0)
+        stax_parallel_for(pool, extent, stage->grain, stage_range, &call);
     } else {
       call.fn(buffers, 0, 1);
     }
@@ -326,13 +353,17 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
     if (scratch[b]) stax_buffer_release(scratch[b]);
   if (buffers != stack)
     stax_allocator_free(kernel->allocator, buffers,
-                        (size_t)count * (sizeof(void*) + sizeof(stax_buffer_t*)));
+                        ((size_t)count + 1) * (sizeof(void*) + sizeof(stax_buffer_t*)));
   return status;
 }
 
 stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* data,
                                        stax_threadpool_t* pool) {
-  return kernel_run(kernel, data, NULL, -1, pool);
+  if (kernel->rows_generic)
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "JIT kernel '%s' is rows-generic: run it with stax_jit_kernel_run",
+                            kernel->name);
+  return kernel_run(kernel, data, NULL, -1, 0, pool);
 }
 
 /* The filled form of scratch buffer `b` for this run's constant source, kept with the
@@ -340,7 +371,7 @@ stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* d
  * once per program, not once per shape); NULL when the source is not an immutable buffer or
  * memory is short (the run then fills a scratch copy as usual). */
 static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const kernel_stage_t* stage,
-                                  stax_tensor_t* const* inputs, void* const* data,
+                                  stax_tensor_t* const* inputs, void* const* data, int64_t rows,
                                   stax_threadpool_t* pool) {
   const stax_tensor_t* source = inputs[stage->source];
   stax_buffer_t* owner = source->buffer;
@@ -357,7 +388,7 @@ static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const ke
   if (status == STAX_OK) {
     void* prefilled[MAX_STACK_BUFFERS] = {0};
     prefilled[b] = fresh;
-    status = kernel_run(kernel, data, prefilled, b, pool);
+    status = kernel_run(kernel, data, prefilled, b, rows, pool);
     if (status != STAX_OK) stax_allocator_free_aligned(stax_allocator_system(), fresh, bytes, 64);
   }
   if (status != STAX_OK) {
@@ -367,14 +398,62 @@ static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const ke
   return stax_buffer_derived_put(owner, key, fresh, bytes);
 }
 
+/* A rows argument of a rows-generic kernel: the tensor's leading dims (all but the buffer's
+ * last rank - 1) must walk as one row dim with the compiled row stride (each outer one
+ * strides over the next; size-1 dims stride anyhow), and the rest must be the compiled dims
+ * and strides. *out_rows: the product of the leading dims. */
+static bool rows_tensor_fits(const kernel_buffer_t* info, const stax_tensor_t* tensor,
+                             int64_t* out_rows) {
+  int32_t tail = info->rank - 1;
+  int32_t lead = tensor->rank - tail;
+  if (tensor->dtype != info->dtype || lead < 1) return false;
+  int64_t rows = 1;
+  int64_t inner_stride = info->strides[0]; /* what the next-inner lead dim must stride by */
+  for (int32_t d = lead - 1; d >= 0; d--) {
+    int64_t dim = tensor->dims[d];
+    if (dim > 1 && tensor->strides[d] != inner_stride) return false;
+    if (__builtin_mul_overflow(rows, dim, &rows)) return false;
+    if (dim > 1 && __builtin_mul_overflow(inner_stride, dim, &inner_stride)) return false;
+  }
+  bool empty = rows == 0;
+  for (int32_t d = 0; d < tail; d++) {
+    int64_t dim = tensor->dims[lead + d];
+    if (dim != info->dims[1 + d]) return false;
+    if (dim == 0) empty = true;
+  }
+  for (int32_t d = 0; d < tail && !empty; d++)
+    if (info->dims[1 + d] > 1 && tensor->strides[lead + d] != info->strides[1 + d]) return false;
+  *out_rows = rows;
+  return true;
+}
+
 static stax_status_t check_tensor(const stax_jit_kernel_t* kernel, int32_t index,
-                                  const stax_tensor_t* tensor) {
+                                  const stax_tensor_t* tensor, int64_t* inout_rows) {
   const kernel_buffer_t* info = &kernel->buffers[index];
   const char* what = info->role == STAX_KIR_BUFFER_INPUT ? "input" : "output";
   int32_t position = info->role == STAX_KIR_BUFFER_INPUT ? index : index - kernel->input_count;
   if (!tensor)
     return stax_status_make(STAX_INVALID_ARGUMENT, "JIT kernel '%s': %s %d ('%s') is missing",
                             kernel->name, what, (int)position, info->name);
+  if (info->rows) {
+    int64_t rows = -1;
+    if (!rows_tensor_fits(info, tensor, &rows))
+      return stax_status_make(
+          STAX_FAILED_PRECONDITION,
+          "JIT kernel '%s': %s %d ('%s') is %s%s, which is not rows of %s%s with the compiled "
+          "strides",
+          kernel->name, what, (int)position, info->name, stax_dtype_name(tensor->dtype),
+          stax_dims_text(tensor->rank, tensor->dims).text, stax_dtype_name(info->dtype),
+          stax_dims_text(info->rank - 1, info->dims + 1).text);
+    if (*inout_rows >= 0 && rows != *inout_rows)
+      return stax_status_make(STAX_FAILED_PRECONDITION,
+                              "JIT kernel '%s': %s %d ('%s') has %lld rows, an earlier argument "
+                              "%lld",
+                              kernel->name, what, (int)position, info->name, (long long)rows,
+                              (long long)*inout_rows);
+    *inout_rows = rows;
+    return STAX_OK;
+  }
   bool same = tensor->dtype == info->dtype && tensor->rank == info->rank;
   for (int32_t d = 0; same && d < info->rank; d++) {
     same = tensor->dims[d] == info->dims[d];
@@ -392,17 +471,25 @@ static stax_status_t check_tensor(const stax_jit_kernel_t* kernel, int32_t index
       stax_dims_text(info->rank, info->dims).text);
 }
 
-/* Byte range [low, high) an argument touches; empty when the view is empty. */
-static void byte_range(const kernel_buffer_t* info, const void* data, uintptr_t* low,
-                       uintptr_t* high) {
-  if (info->highest < info->lowest) {
+/* Byte range [low, high) an argument touches (with `rows` rows when it is a rows buffer);
+ * empty when the view is empty. */
+static void byte_range(const kernel_buffer_t* info, const void* data, int64_t rows,
+                       uintptr_t* low, uintptr_t* high) {
+  int64_t lowest = info->lowest, highest = info->highest;
+  if (info->rows) {
+    int64_t dims[STAX_MAX_RANK];
+    memcpy(dims, info->dims, sizeof(dims));
+    dims[0] = rows;
+    if (!stax_shape_extent(info->rank, dims, info->strides, &lowest, &highest)) highest = lowest - 1;
+  }
+  if (highest < lowest) {
     *low = *high = 0;
     return;
   }
   uintptr_t base = (uintptr_t)data;
   intptr_t size = (intptr_t)stax_dtype_size(info->dtype);
-  *low = base + (uintptr_t)(info->lowest * size);
-  *high = base + (uintptr_t)((info->highest + 1) * size);
+  *low = base + (uintptr_t)(lowest * size);
+  *high = base + (uintptr_t)((highest + 1) * size);
 }
 
 stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count,
@@ -420,24 +507,33 @@ stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count
     STAX_RETURN_IF_ERROR(
         stax_allocator_calloc(kernel->allocator, (size_t)arguments, sizeof(void*), (void**)&data));
   stax_status_t status = STAX_OK;
+  int64_t rows = -1;
   for (int32_t i = 0; i < arguments && status == STAX_OK; i++) {
     const stax_tensor_t* tensor = i < input_count ? inputs[i] : outputs[i - input_count];
-    status = check_tensor(kernel, i, tensor);
+    status = check_tensor(kernel, i, tensor, &rows);
     if (status == STAX_OK) data[i] = stax_tensor_data(tensor);
   }
+  /* The class a rows-generic kernel was proven for (kernel_ir_verify.c). */
+  if (status == STAX_OK && kernel->rows_generic &&
+      (rows < kernel->rows_min || rows > kernel->rows_max))
+    status = stax_status_make(STAX_FAILED_PRECONDITION,
+                              "JIT kernel '%s' runs %lld..%lld rows, not %lld", kernel->name,
+                              (long long)kernel->rows_min, (long long)kernel->rows_max,
+                              (long long)rows);
+  if (rows < 0) rows = 0;
   /* Outputs must not overlap other arguments, except an elementwise kernel writing in place
    * over the very same view of an input. */
   for (int32_t o = input_count; o < arguments && status == STAX_OK; o++) {
     uintptr_t olow, ohigh;
-    byte_range(&kernel->buffers[o], data[o], &olow, &ohigh);
+    byte_range(&kernel->buffers[o], data[o], rows, &olow, &ohigh);
     for (int32_t i = 0; i < arguments && status == STAX_OK; i++) {
       if (i == o) continue;
       uintptr_t low, high;
-      byte_range(&kernel->buffers[i], data[i], &low, &high);
+      byte_range(&kernel->buffers[i], data[i], rows, &low, &high);
       if (low >= ohigh || olow >= high) continue;
       const stax_tensor_t* a = outputs[o - input_count];
       const stax_tensor_t* b = i < input_count ? inputs[i] : outputs[i - input_count];
-      bool same_view = data[i] == data[o] && a->dtype == b->dtype && a->rank == b->rank &&
+      bool same_view = data[i] == data[o] && a && b && a->dtype == b->dtype && a->rank == b->rank &&
                        memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0 &&
                        memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->rank) == 0;
       if (!(kernel->in_place_safe && i < input_count && same_view))
@@ -457,12 +553,12 @@ stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count
       for (int32_t s = 0; s < kernel->stage_count; s++) {
         const kernel_stage_t* stage = &kernel->stages[s];
         if (stage->fills < 0 || prefilled[stage->fills]) continue;
-        prefilled[stage->fills] =
-            (void*)(uintptr_t)kernel_prefill(kernel, stage->fills, stage, inputs, data, pool);
+        prefilled[stage->fills] = (void*)(uintptr_t)kernel_prefill(kernel, stage->fills, stage,
+                                                                   inputs, data, rows, pool);
         any = any || prefilled[stage->fills];
       }
     }
-    status = kernel_run(kernel, data, any ? prefilled : NULL, -1, pool);
+    status = kernel_run(kernel, data, any ? prefilled : NULL, -1, rows, pool);
   }
   if (data != stack)
     stax_allocator_free(kernel->allocator, data, sizeof(void*) * (size_t)arguments);

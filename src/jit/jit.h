@@ -57,6 +57,9 @@ typedef struct stax_jit_value_t {
    * Clip bounds), or NULL. Lowering may fold them; a folded input is still passed at run
    * time but not read. Borrowed for the duration of the compile. */
   const stax_tensor_t* constant;
+  /* Rows-generic groups: dims[0] is the group's row count R, a run-time parameter of the
+   * kernel (dims[0] here is only an example; strides[0] is the row stride for every R). */
+  bool rows;
 } stax_jit_value_t;
 
 typedef struct stax_jit_node_t {
@@ -80,6 +83,13 @@ typedef struct stax_jit_group_t {
   const int32_t* inputs;
   int32_t output_count;
   const int32_t* outputs;
+  /* One kernel for every row count: the values marked `rows` share a leading dim R that the
+   * kernel reads at run time (from its arguments' leading dims, which it accepts flattened:
+   * a [B, S, 768] tensor is R = B*S rows of [768] when its leading dims are contiguous over
+   * each other); every other value and dim is fixed. Lowerings that cannot make such a
+   * kernel (Conv) refuse with UNIMPLEMENTED. A rows-generic matmul runs R >= its register
+   * tile's height and refuses fewer rows at run time (FAILED_PRECONDITION). */
+  bool rows_generic;
 } stax_jit_group_t;
 
 /* ---- the backend ------------------------------------------------------------------------- */

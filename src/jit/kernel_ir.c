@@ -199,6 +199,7 @@ stax_kir_loop_t* stax_kir_add_loop(stax_kir_kernel_t* kernel, stax_kir_block_t* 
   loop->vector_width = 1;
   loop->unroll = 1;
   loop->grain = 1;
+  loop->extent_param = -1;
   int32_t id = table_push(kernel, (void***)&kernel->loops, &kernel->loop_count,
                           &kernel->loop_capacity, loop);
   if (id < 0) return NULL;
@@ -321,6 +322,70 @@ int64_t stax_kir_index_coefficient(const stax_kir_index_t* index, int32_t loop) 
   for (int32_t t = 0; t < index->term_count; t++)
     if (index->loops[t] == loop) return index->coefficients[t];
   return 0;
+}
+
+/* ---- rows-generic kernels ---------------------------------------------------------------- */
+
+/* Row counts past this are refused at run time: it keeps every index computation (row stride
+ * times rows, plus the tail) far from int64 overflow, which the verifier checks at this R. */
+#define ROWS_MAX ((int64_t)1 << 32)
+
+void stax_kir_set_rows_generic(stax_kir_kernel_t* kernel, int64_t rows_example, int64_t rows_min) {
+  if (kernel_failed(kernel)) return;
+  if (kernel->param_count != 0 || rows_example < 0 || rows_min < 0) {
+    internal_error(kernel, "rows-generic set twice or with a negative row count", NULL);
+    return;
+  }
+  kernel->rows_generic = true;
+  kernel->rows_example = rows_example;
+  kernel->rows_min = rows_min;
+  kernel->rows_max = ROWS_MAX;
+  stax_kir_add_param(kernel, "rows", 1, 0, 1, 0, 0, 0, 0);
+}
+
+int32_t stax_kir_add_param(stax_kir_kernel_t* kernel, const char* name, int64_t mul0, int64_t add0,
+                           int64_t div0, int64_t mul1, int64_t add1, int64_t div1, int64_t offset) {
+  if (kernel_failed(kernel)) return -1;
+  if (!kernel->rows_generic || kernel->param_count == STAX_KIR_MAX_PARAMS || div0 < 0 ||
+      div1 < 0 || add0 < 0 || add1 < 0) {
+    internal_error(kernel, "bad parameter", name);
+    return -1;
+  }
+  stax_kir_param_t* p = &kernel->params[kernel->param_count];
+  p->name = kernel_strdup(kernel, name);
+  p->mul[0] = mul0, p->add[0] = add0, p->div[0] = div0;
+  p->mul[1] = mul1, p->add[1] = add1, p->div[1] = div1;
+  p->offset = offset;
+  return kernel->param_count++;
+}
+
+int64_t stax_kir_param_value(const stax_kir_param_t* param, int64_t rows) {
+  int64_t value = param->offset;
+  for (int32_t t = 0; t < 2; t++)
+    if (param->div[t] > 0) value += param->mul[t] * ((rows + param->add[t]) / param->div[t]);
+  return value;
+}
+
+void stax_kir_index_add_param(stax_kir_kernel_t* kernel, stax_kir_index_t* index, int32_t param,
+                              int64_t coefficient) {
+  if (param < 0 || param >= kernel->param_count) {
+    internal_error(kernel, "index term of an unknown parameter", NULL);
+    return;
+  }
+  stax_kir_index_add_term(kernel, index, STAX_KIR_PARAM_TERM + param, coefficient);
+}
+
+bool stax_kir_buffer_reach(const stax_kir_buffer_t* buffer, int64_t rows, int64_t* out_lowest,
+                           int64_t* out_highest) {
+  if (!buffer->rows) {
+    *out_lowest = buffer->lowest;
+    *out_highest = buffer->highest;
+    return buffer->highest >= buffer->lowest;
+  }
+  int64_t dims[STAX_MAX_RANK];
+  for (int32_t d = 0; d < buffer->rank; d++) dims[d] = buffer->dims[d];
+  dims[0] = rows;
+  return stax_shape_extent(buffer->rank, dims, buffer->strides, out_lowest, out_highest);
 }
 
 /* ---- expressions ------------------------------------------------------------------------- */

@@ -43,6 +43,11 @@
 #define STAX_KIR_MAX_INDEX_TERMS 16
 /* Widest vector a loop may ask for (lanes). */
 #define STAX_KIR_MAX_VECTOR_WIDTH 64
+/* Run-time parameters of a rows-generic kernel (see "Rows-generic kernels" below). */
+#define STAX_KIR_MAX_PARAMS 8
+/* An index term whose "loop" is STAX_KIR_PARAM_TERM + p multiplies parameter p, not a loop
+ * counter: the same term list then carries both, and merging terms needs no special case. */
+#define STAX_KIR_PARAM_TERM (1 << 24)
 
 typedef struct stax_kir_index_t {
   int64_t constant;
@@ -151,7 +156,8 @@ struct stax_kir_stmt_s {
 
 typedef struct stax_kir_loop_t {
   const char* name;
-  int64_t extent;       /* counter runs 0..extent-1 */
+  int64_t extent;       /* counter runs 0..extent-1 (the example's, when extent_param >= 0) */
+  int32_t extent_param; /* >= 0: the extent is that run-time parameter's value; -1: `extent` */
   int32_t vector_width; /* 1: scalar */
   int32_t unroll;       /* body copies per iteration (the backend handles remainders) */
   bool parallel;        /* only on a stage's single top-level loop */
@@ -176,6 +182,9 @@ typedef struct stax_kir_buffer_t {
   int64_t strides[STAX_MAX_RANK];
   int64_t lowest, highest; /* element offsets reachable (from dims/strides); highest < lowest
                               for an empty buffer */
+  /* Rows-generic kernels: dims[0] is the kernel's row count (parameter 0), whatever the
+   * example's dims[0] was; strides[0] stays what it is for every row count. */
+  bool rows;
 } stax_kir_buffer_t;
 
 typedef struct stax_kir_local_t {
@@ -193,7 +202,21 @@ typedef struct stax_kir_stage_t {
   int32_t fills;
   int32_t source;
   uint64_t fill_key;
+  /* Rows-generic kernels: a parallel stage runs on the calling thread below this many rows
+   * (too little work per task to wake the pool); 0: always split. */
+  int64_t parallel_min_rows;
 } stax_kir_stage_t;
+
+/* A run-time parameter of a rows-generic kernel, a function of the row count R >= 0:
+ *   value(R) = sum over t < 2 with div[t] > 0 of mul[t] * floor((R + add[t]) / div[t]) + offset
+ * (add[t] >= 0, div[t] >= 1). Quasi-linear on purpose: value(R + P) - value(R) is the same for
+ * every R when P is a multiple of every div, which is what lets the verifier prove a kernel's
+ * accesses in bounds for every row count by checking a few (kernel_ir_verify.c). */
+typedef struct stax_kir_param_t {
+  const char* name;
+  int64_t mul[2], add[2], div[2];
+  int64_t offset;
+} stax_kir_param_t;
 
 typedef struct stax_kir_kernel_t {
   stax_allocator_t allocator;
@@ -216,6 +239,15 @@ typedef struct stax_kir_kernel_t {
    * tanh...) out of line instead of inlining their polynomials at every copy, which keeps
    * compile time and code size down at the cost of a call per vector in the epilogue. */
   bool compact_math;
+  /* Rows-generic kernels (stax_kir_set_rows_generic): buffers marked `rows` have R rows at run
+   * time, loops may take their extent from a parameter, indices may add parameter terms.
+   * Parameter 0 is R itself. The kernel runs for rows_min <= R <= rows_max; rows_example is
+   * the R the lowering saw (never printed: the text, and so the object cache key, is the same
+   * for every R). */
+  bool rows_generic;
+  int64_t rows_min, rows_max, rows_example;
+  int32_t param_count;
+  stax_kir_param_t params[STAX_KIR_MAX_PARAMS];
   stax_status_t status; /* first builder error, owned */
 } stax_kir_kernel_t;
 
@@ -250,6 +282,27 @@ void stax_kir_add_assign(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int
                          const stax_kir_expr_t* value);
 void stax_kir_add_reduce(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t local,
                          stax_kir_binary_op_t op, const stax_kir_expr_t* value);
+
+/* ---- rows-generic kernels ----------------------------------------------------------------
+ * A kernel whose outermost extent, the row count R (the product of the dims a model leaves
+ * open: batch x sequence), is a run-time parameter: one compile serves every R of a shape
+ * class. Lowering builds it at an example R and marks what depends on R: buffers (`rows`),
+ * loop extents (`extent_param`) and index terms (stax_kir_index_add_param). */
+
+/* Makes the kernel rows-generic (parameter 0 = R, named "rows"); call before adding params. */
+void stax_kir_set_rows_generic(stax_kir_kernel_t* kernel, int64_t rows_example, int64_t rows_min);
+/* Adds a parameter (see stax_kir_param_t; div 0 leaves a term out). Returns its id, or -1
+ * after an error. */
+int32_t stax_kir_add_param(stax_kir_kernel_t* kernel, const char* name, int64_t mul0, int64_t add0,
+                           int64_t div0, int64_t mul1, int64_t add1, int64_t div1, int64_t offset);
+int64_t stax_kir_param_value(const stax_kir_param_t* param, int64_t rows);
+/* index += coefficient * parameter */
+void stax_kir_index_add_param(stax_kir_kernel_t* kernel, stax_kir_index_t* index, int32_t param,
+                              int64_t coefficient);
+/* Reach [lowest, highest] of a buffer when it has `rows` rows (its own when not a rows
+ * buffer); false when it is then empty. */
+bool stax_kir_buffer_reach(const stax_kir_buffer_t* buffer, int64_t rows, int64_t* out_lowest,
+                           int64_t* out_highest);
 
 /* Affine indices (by value; terms with the same loop merge, zero coefficients vanish). */
 stax_kir_index_t stax_kir_index_constant(int64_t constant);

@@ -30,7 +30,10 @@ static void print_index(stax_jit_text_t* text, const stax_kir_kernel_t* kernel,
   bool any = false;
   for (int32_t t = 0; t < index->term_count; t++) {
     int64_t c = index->coefficients[t];
-    const char* name = kernel->loops[index->loops[t]]->name;
+    int32_t term = index->loops[t];
+    const char* name = term >= STAX_KIR_PARAM_TERM
+                           ? kernel->params[term - STAX_KIR_PARAM_TERM].name
+                           : kernel->loops[term]->name;
     if (any)
       stax_jit_text_append(text, c < 0 ? " - " : " + ");
     else if (c < 0)
@@ -128,7 +131,11 @@ static void print_block(stax_jit_text_t* text, const stax_kir_kernel_t* kernel,
         if (loop->parallel) stax_jit_text_append(text, "parallel ");
         if (loop->vector_width > 1)
           stax_jit_text_appendf(text, "vector(%d) ", (int)loop->vector_width);
-        stax_jit_text_appendf(text, "for %s in 0..%" PRId64, loop->name, loop->extent);
+        if (loop->extent_param >= 0)
+          stax_jit_text_appendf(text, "for %s in 0..%s", loop->name,
+                                kernel->params[loop->extent_param].name);
+        else
+          stax_jit_text_appendf(text, "for %s in 0..%" PRId64, loop->name, loop->extent);
         if (loop->unroll > 1) stax_jit_text_appendf(text, " unroll %d", (int)loop->unroll);
         if (loop->parallel) stax_jit_text_appendf(text, " grain %" PRId64, loop->grain);
         stax_jit_text_append(text, " {\n");
@@ -174,14 +181,35 @@ static const char* role_name(stax_kir_buffer_role_t role) {
   return "?";
 }
 
+/* A rows-generic kernel's parameters ("rows" is R; the example R is never printed, so the
+ * text is the same for every row count of the class). */
+static void print_params(stax_jit_text_t* text, const stax_kir_kernel_t* kernel) {
+  stax_jit_text_appendf(text, "  rows-generic: rows in %" PRId64 "..%" PRId64 "\n",
+                        kernel->rows_min, kernel->rows_max);
+  for (int32_t p = 1; p < kernel->param_count; p++) {
+    const stax_kir_param_t* param = &kernel->params[p];
+    stax_jit_text_appendf(text, "  param %s =", param->name);
+    for (int32_t t = 0; t < 2; t++)
+      if (param->div[t] > 0)
+        stax_jit_text_appendf(text, " %s%" PRId64 "*floor((rows + %" PRId64 ") / %" PRId64 ")",
+                              t ? "+ " : "", param->mul[t], param->add[t], param->div[t]);
+    stax_jit_text_appendf(text, " + %" PRId64 "\n", param->offset);
+  }
+}
+
 static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel) {
   stax_jit_text_appendf(text, "kernel %s\n", kernel->name);
+  if (kernel->rows_generic) print_params(text, kernel);
   for (int32_t b = 0; b < kernel->buffer_count; b++) {
     const stax_kir_buffer_t* buffer = kernel->buffers[b];
     stax_jit_text_appendf(text, "  buffer %d %s: %s[", (int)b, buffer->name,
                           stax_dtype_name(buffer->dtype));
-    for (int32_t d = 0; d < buffer->rank; d++)
-      stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->dims[d]);
+    for (int32_t d = 0; d < buffer->rank; d++) {
+      if (d == 0 && buffer->rows)
+        stax_jit_text_append(text, "rows");
+      else
+        stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->dims[d]);
+    }
     stax_jit_text_append(text, "] strides [");
     for (int32_t d = 0; d < buffer->rank; d++)
       stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->strides[d]);
@@ -195,6 +223,9 @@ static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
                             kernel->buffers[stage->source]->name);
     else
       stax_jit_text_appendf(text, "  stage %d %s:\n", (int)s, stage->name);
+    if (stage->parallel_min_rows > 0)
+      stax_jit_text_appendf(text, "    (parallel from %" PRId64 " rows)\n",
+                            stage->parallel_min_rows);
     print_block(text, kernel, &kernel->stages[s]->body, 2);
   }
 }

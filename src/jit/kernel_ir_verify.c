@@ -22,6 +22,16 @@ typedef struct verifier_t {
   int32_t depth;        /* current block depth */
   int32_t vector_loop;  /* enclosing vector loop, or -1 */
   int32_t vector_depth; /* block depth of the vector loop's body */
+  /* Rows-generic kernels: the row count this walk checks (-1: the kernel's own extents) and
+   * the parameters' values at it. Each walk visits the accesses in the same order; `margins`
+   * (when set) records, per access, how far it stays inside its buffer (low side, high side;
+   * INT64_MIN when it does not happen), and `previous` is the walk one period earlier. */
+  int64_t rows;
+  int64_t params[STAX_KIR_MAX_PARAMS];
+  int64_t access;
+  int64_t access_count;
+  int64_t* margins;
+  const int64_t* previous;
   stax_status_t status;
 } verifier_t;
 
@@ -33,13 +43,30 @@ static void fail(verifier_t* v, const char* fmt, const char* a, const char* b) {
 
 /* Lowest and highest value of an index over the counters' ranges. False when some enclosing
  * loop has extent 0 (the access never happens) or the arithmetic overflows. */
-static bool index_range(const stax_kir_kernel_t* kernel, const stax_kir_index_t* index,
+static int64_t loop_extent(const verifier_t* v, int32_t loop) {
+  const stax_kir_loop_t* l = v->kernel->loops[loop];
+  return v->rows >= 0 && l->extent_param >= 0 ? v->params[l->extent_param] : l->extent;
+}
+
+static bool index_range(const verifier_t* v, const stax_kir_index_t* index,
                         bool* out_overflow, int64_t* out_low, int64_t* out_high) {
   *out_overflow = false;
   int64_t low = index->constant, high = index->constant;
   for (int32_t t = 0; t < index->term_count; t++) {
-    int64_t extent = kernel->loops[index->loops[t]]->extent;
-    if (extent == 0) return false;
+    int32_t loop = index->loops[t];
+    if (loop >= STAX_KIR_PARAM_TERM) {
+      /* A parameter term: one value at this row count (the example's for a plain walk). */
+      int64_t value = v->rows >= 0 ? v->params[loop - STAX_KIR_PARAM_TERM] : 0;
+      int64_t term = 0;
+      if (__builtin_mul_overflow(index->coefficients[t], value, &term) ||
+          __builtin_add_overflow(low, term, &low) || __builtin_add_overflow(high, term, &high)) {
+        *out_overflow = true;
+        return false;
+      }
+      continue;
+    }
+    int64_t extent = loop_extent(v, loop);
+    if (extent <= 0) return false;
     int64_t reach = 0;
     if (__builtin_mul_overflow(index->coefficients[t], extent - 1, &reach)) {
       *out_overflow = true;
@@ -64,8 +91,16 @@ static void check_index(verifier_t* v, int32_t buffer, const stax_kir_index_t* i
     fail(v, what, " of a bad buffer", NULL);
     return;
   }
+  int64_t access = v->access++;
   for (int32_t t = 0; t < index->term_count; t++) {
     int32_t loop = index->loops[t];
+    if (loop >= STAX_KIR_PARAM_TERM) {
+      if (!kernel->rows_generic || loop - STAX_KIR_PARAM_TERM >= kernel->param_count) {
+        fail(v, what, " indexes by an unknown parameter: buffer ", kernel->buffers[buffer]->name);
+        return;
+      }
+      continue;
+    }
     if (loop < 0 || loop >= kernel->loop_count || !v->loop_open[loop]) {
       fail(v, what, " indexes by a loop that does not enclose it: buffer ",
            kernel->buffers[buffer]->name);
@@ -74,19 +109,41 @@ static void check_index(verifier_t* v, int32_t buffer, const stax_kir_index_t* i
   }
   bool overflow = false;
   int64_t low = 0, high = 0;
-  if (!index_range(kernel, index, &overflow, &low, &high)) {
+  if (!index_range(v, index, &overflow, &low, &high)) {
     if (overflow) fail(v, what, " index overflows: buffer ", kernel->buffers[buffer]->name);
     return;
   }
   const stax_kir_buffer_t* b = kernel->buffers[buffer];
-  if (low < b->lowest || high > b->highest) {
+  int64_t lowest = b->lowest, highest = b->highest;
+  if (v->rows >= 0 && !stax_kir_buffer_reach(b, v->rows, &lowest, &highest)) highest = lowest - 1;
+  if (v->margins && access < v->access_count) {
+    int64_t* m = &v->margins[2 * access];
+    m[0] = low - lowest;
+    m[1] = highest - high;
+    /* One period earlier this access must have happened too and stayed at least as far
+     * inside: margins change linearly per period (quasi-linear parameters), so a margin that
+     * does not shrink over one period never does. */
+    const int64_t* before = v->previous ? &v->previous[2 * access] : NULL;
+    if (before && (before[0] == INT64_MIN || m[0] < before[0] || m[1] < before[1])) {
+      if (v->status != STAX_OK) return;
+      v->status = stax_status_make(
+          STAX_INTERNAL,
+          "kernel IR '%s', stage '%s': %s of buffer %s cannot be proven in bounds for every "
+          "row count (its margin shrinks from rows %lld on)",
+          kernel->name, v->stage_name ? v->stage_name : "?", what, b->name,
+          (long long)v->rows);
+      return;
+    }
+  }
+  if (low < lowest || high > highest) {
     if (v->status != STAX_OK) return;
     v->status = stax_status_make(
         STAX_INTERNAL,
         "kernel IR '%s', stage '%s': %s out of bounds of buffer %s (reaches %lld..%lld, "
-        "buffer spans %lld..%lld)",
+        "buffer spans %lld..%lld%s%lld)",
         kernel->name, v->stage_name ? v->stage_name : "?", what, b->name, (long long)low,
-        (long long)high, (long long)b->lowest, (long long)b->highest);
+        (long long)high, (long long)lowest, (long long)highest,
+        v->rows >= 0 ? " at rows " : "", (long long)(v->rows >= 0 ? v->rows : 0));
   }
 }
 
@@ -146,6 +203,10 @@ static void check_loop(verifier_t* v, int32_t id, bool top_level, bool only_stat
   if (loop->parallel && !(top_level && only_statement))
     fail(v, "parallel loop '", loop->name, "' is not its stage's only top-level statement");
   if (loop->unroll < 1 || loop->grain < 1) fail(v, "loop '", loop->name, "' unroll/grain < 1");
+  if (loop->extent_param >= 0 && loop->extent_param >= kernel->param_count)
+    fail(v, "loop '", loop->name, "' takes its extent from an unknown parameter");
+  else if (loop_extent(v, id) < 0)
+    fail(v, "loop '", loop->name, "' has a negative extent at some row count");
   if (loop->vector_width < 1 || loop->vector_width > STAX_KIR_MAX_VECTOR_WIDTH)
     fail(v, "loop '", loop->name, "' has a bad vector width");
   bool vector = loop->vector_width > 1;
@@ -214,12 +275,101 @@ static void check_block(verifier_t* v, const stax_kir_block_t* block, bool top_l
   v->depth--;
 }
 
+/* One walk over every stage at row count `rows` (-1: the kernel's own extents). */
+static stax_status_t verify_walk(verifier_t* v, int64_t rows) {
+  const stax_kir_kernel_t* kernel = v->kernel;
+  size_t loops = (size_t)kernel->loop_count + 1, locals = (size_t)kernel->local_count + 1;
+  memset(v->loop_seen, 0, loops * sizeof(bool));
+  memset(v->loop_open, 0, loops * sizeof(bool));
+  memset(v->reduced_here, 0, locals * sizeof(bool));
+  for (size_t l = 0; l < locals; l++) v->local_depth[l] = -1;
+  v->depth = 0;
+  v->vector_loop = -1;
+  v->access = 0;
+  v->rows = rows;
+  for (int32_t p = 0; p < kernel->param_count && rows >= 0; p++)
+    v->params[p] = stax_kir_param_value(&kernel->params[p], rows);
+  if (v->margins)
+    for (int64_t a = 0; a < 2 * v->access_count; a++) v->margins[a] = INT64_MIN;
+  for (int32_t s = 0; s < kernel->stage_count && v->status == STAX_OK; s++) {
+    v->stage_name = kernel->stages[s]->name;
+    check_block(v, &kernel->stages[s]->body, true);
+  }
+  stax_status_t status = v->status;
+  v->status = STAX_OK;
+  return status;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Periods longer than this are refused: the proof walks the kernel 4 x period times. */
+#define MAX_PERIOD 1024
+
+/* A rows-generic kernel's accesses, proven in bounds for every R in [rows_min, rows_max]:
+ * every parameter is quasi-linear in R with a period P (the lcm of the divisors), so for R
+ * in one residue class mod P each access's margins to its buffer's ends move by the same
+ * amount every period. The walks at R = rows_min + j + k*P, k = 0..3, check every access
+ * in bounds, and that from k = 2 to k = 3 no margin shrinks: then none ever does (k = 0, 1
+ * are checked on their own, before extents that start at zero have become positive). A walk
+ * at rows_max checks the arithmetic does not overflow there. */
+static stax_status_t verify_rows_generic(verifier_t* v) {
+  const stax_kir_kernel_t* kernel = v->kernel;
+  int64_t period = 1;
+  for (int32_t p = 0; p < kernel->param_count; p++)
+    for (int32_t t = 0; t < 2; t++) {
+      int64_t d = kernel->params[p].div[t];
+      if (d <= 0) continue;
+      period = period / gcd64(period, d) * d;
+      if (period > MAX_PERIOD)
+        return stax_status_make(STAX_INTERNAL, "kernel IR '%s': parameter period over %d",
+                                kernel->name, MAX_PERIOD);
+    }
+  for (int32_t b = 0; b < kernel->buffer_count; b++)
+    if (kernel->buffers[b]->rows && kernel->buffers[b]->role == STAX_KIR_BUFFER_SCRATCH)
+      return stax_status_make(STAX_INTERNAL, "kernel IR '%s': scratch buffer %s has rows",
+                              kernel->name, kernel->buffers[b]->name);
+  if (kernel->rows_min > kernel->rows_max)
+    return stax_status_make(STAX_INTERNAL, "kernel IR '%s': no row count to run at",
+                            kernel->name);
+  STAX_RETURN_IF_ERROR(verify_walk(v, kernel->rows_example));
+  int64_t count = v->access;
+  stax_allocator_t a = kernel->allocator;
+  int64_t* margins = NULL;
+  size_t bytes = sizeof(int64_t) * 2 * (size_t)(count + 1) * 2;
+  STAX_RETURN_IF_ERROR(stax_allocator_malloc(a, bytes, (void**)&margins));
+  int64_t* earlier = margins + 2 * (count + 1);
+  stax_status_t status = STAX_OK;
+  v->access_count = count;
+  for (int64_t j = 0; j < period && status == STAX_OK; j++) {
+    for (int64_t k = 0; k < 4 && status == STAX_OK; k++) {
+      int64_t rows = kernel->rows_min + j + k * period;
+      if (rows > kernel->rows_max) break;
+      v->margins = k == 2 ? earlier : k == 3 ? margins : NULL;
+      v->previous = k == 3 ? earlier : NULL;
+      status = verify_walk(v, rows);
+    }
+  }
+  v->margins = NULL;
+  v->previous = NULL;
+  if (status == STAX_OK) status = verify_walk(v, kernel->rows_max);
+  stax_allocator_free(a, margins, bytes);
+  return status;
+}
+
 stax_status_t stax_kir_verify(const stax_kir_kernel_t* kernel) {
   STAX_RETURN_IF_ERROR(stax_kir_kernel_status(kernel));
   verifier_t v;
   memset(&v, 0, sizeof(v));
   v.kernel = kernel;
   v.vector_loop = -1;
+  v.rows = -1;
   size_t loops = (size_t)kernel->loop_count + 1, locals = (size_t)kernel->local_count + 1;
   size_t exprs = (size_t)kernel->expr_count + 1;
   stax_allocator_t a = kernel->allocator;
@@ -234,12 +384,7 @@ stax_status_t stax_kir_verify(const stax_kir_kernel_t* kernel) {
       status, stax_allocator_calloc(a, locals, sizeof(bool), (void**)&v.reduced_here), cleanup);
   STAX_GOTO_IF_ERROR(
       status, stax_allocator_calloc(a, exprs, sizeof(uint32_t), (void**)&v.expr_stamp), cleanup);
-  for (size_t l = 0; l < locals; l++) v.local_depth[l] = -1;
-  for (int32_t s = 0; s < kernel->stage_count && v.status == STAX_OK; s++) {
-    v.stage_name = kernel->stages[s]->name;
-    check_block(&v, &kernel->stages[s]->body, true);
-  }
-  status = v.status;
+  status = kernel->rows_generic ? verify_rows_generic(&v) : verify_walk(&v, -1);
 cleanup:
   stax_allocator_free(a, v.loop_seen, loops * sizeof(bool));
   stax_allocator_free(a, v.loop_open, loops * sizeof(bool));

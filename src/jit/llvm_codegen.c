@@ -38,6 +38,7 @@ typedef struct codegen_t {
   const stax_llvm_target_t* target;
   LLVMBuilderRef alloca_builder; /* inserts allocas at the top of the entry block */
   LLVMValueRef begin, end;       /* the stage's parallel range */
+  LLVMValueRef params[STAX_KIR_MAX_PARAMS]; /* rows-generic: parameter values, loaded once */
   LLVMValueRef* buffers;         /* per buffer: its pointer */
   LLVMValueRef* counters;        /* per loop: its counter (the first lane's, in a vector loop) */
   LLVMValueRef* local_slots;     /* per local: its alloca in the current emission */
@@ -333,6 +334,11 @@ static LLVMValueRef emit_index(codegen_t* cg, const stax_kir_index_t* index,
   LLVMValueRef value = i64_constant(cg, index->constant);
   for (int32_t t = 0; t < index->term_count; t++) {
     int32_t loop = index->loops[t];
+    if (loop >= STAX_KIR_PARAM_TERM) {
+      value = add_i64(cg, value,
+                      mul_i64(cg, cg->params[loop - STAX_KIR_PARAM_TERM], index->coefficients[t]));
+      continue;
+    }
     if (loop == cg->vector_loop && cg->lanes > 1) *out_lane_step = index->coefficients[t];
     value = add_i64(cg, value, mul_i64(cg, cg->counters[loop], index->coefficients[t]));
   }
@@ -728,9 +734,10 @@ static void emit_scalar_copies(codegen_t* cg, LLVMValueRef base, void* context) 
 
 static void emit_loop(codegen_t* cg, int32_t id) {
   const stax_kir_loop_t* loop = cg->kir->loops[id];
-  if (loop->extent == 0) return;
+  if (loop->extent == 0 && loop->extent_param < 0) return;
   LLVMValueRef start = i64_constant(cg, 0);
-  LLVMValueRef count = i64_constant(cg, loop->extent);
+  LLVMValueRef count = loop->extent_param >= 0 ? cg->params[loop->extent_param]
+                                               : i64_constant(cg, loop->extent);
   if (loop->parallel) {
     start = cg->begin;
     count = LLVMBuildSub(cg->em.builder, cg->end, cg->begin, "count");
@@ -799,12 +806,15 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   int32_t buffer_count = kir->buffer_count;
   char name[256];
 
-  /* The body: (ptr noalias b0, ..., i64 begin, i64 end). */
+  /* The body: (ptr noalias b0, ..., i64 begin, i64 end[, ptr params]). A rows-generic
+   * kernel's parameter values come in the slot after the buffers' in the entry point's array
+   * and are loaded once, at the body's start. */
+  int32_t extra = kir->rows_generic ? 3 : 2;
   LLVMTypeRef params[MAX_STACK_PARAMS];
   LLVMTypeRef* body_params = params;
   LLVMTypeRef* heap_params = NULL;
-  if (buffer_count + 2 > MAX_STACK_PARAMS) {
-    if (stax_allocator_malloc(cg->allocator, sizeof(LLVMTypeRef) * (size_t)(buffer_count + 2),
+  if (buffer_count + 3 > MAX_STACK_PARAMS) {
+    if (stax_allocator_malloc(cg->allocator, sizeof(LLVMTypeRef) * (size_t)(buffer_count + 3),
                               (void**)&heap_params) != STAX_OK) {
       codegen_fail(cg, "out of memory", NULL);
       return;
@@ -814,8 +824,9 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   for (int32_t b = 0; b < buffer_count; b++) body_params[b] = em->ptr;
   body_params[buffer_count] = em->i64;
   body_params[buffer_count + 1] = em->i64;
+  body_params[buffer_count + 2] = em->ptr;
   LLVMTypeRef body_type =
-      LLVMFunctionType(em->void_type, body_params, (unsigned)(buffer_count + 2), 0);
+      LLVMFunctionType(em->void_type, body_params, (unsigned)(buffer_count + extra), 0);
   snprintf(name, sizeof(name), "%s_stage%d.body", symbol, (int)stage_index);
   LLVMValueRef body = LLVMAddFunction(em->module, name, body_type);
   LLVMSetLinkage(body, LLVMInternalLinkage);
@@ -837,6 +848,14 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   LLVMValueRef jump = LLVMBuildBr(em->builder, start);
   LLVMPositionBuilderBefore(cg->alloca_builder, jump);
   LLVMPositionBuilderAtEnd(em->builder, start);
+  if (kir->rows_generic) {
+    LLVMValueRef array = LLVMGetParam(body, (unsigned)buffer_count + 2);
+    for (int32_t p = 0; p < kir->param_count; p++) {
+      LLVMValueRef index = i64_constant(cg, p);
+      LLVMValueRef slot = LLVMBuildGEP2(em->builder, em->i64, array, &index, 1, "");
+      cg->params[p] = LLVMBuildLoad2(em->builder, em->i64, slot, kir->params[p].name);
+    }
+  }
   cg->vector_loop = -1;
   cg->lanes = 1;
   cg->copy = 0;
@@ -857,11 +876,11 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   LLVMValueRef* args = args_stack;
   LLVMValueRef* heap_args = NULL;
   if (body_params == heap_params) {
-    if (stax_allocator_malloc(cg->allocator, sizeof(LLVMValueRef) * (size_t)(buffer_count + 2),
+    if (stax_allocator_malloc(cg->allocator, sizeof(LLVMValueRef) * (size_t)(buffer_count + 3),
                               (void**)&heap_args) != STAX_OK) {
       codegen_fail(cg, "out of memory", NULL);
       stax_allocator_free(cg->allocator, heap_params,
-                          sizeof(LLVMTypeRef) * (size_t)(buffer_count + 2));
+                          sizeof(LLVMTypeRef) * (size_t)(buffer_count + 3));
       return;
     }
     args = heap_args;
@@ -874,10 +893,15 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   }
   args[buffer_count] = LLVMGetParam(function, 1);
   args[buffer_count + 1] = LLVMGetParam(function, 2);
-  LLVMBuildCall2(em->builder, body_type, body, args, (unsigned)(buffer_count + 2), "");
+  if (kir->rows_generic) {
+    LLVMValueRef index = i64_constant(cg, buffer_count);
+    LLVMValueRef slot = LLVMBuildGEP2(em->builder, em->ptr, array, &index, 1, "");
+    args[buffer_count + 2] = LLVMBuildLoad2(em->builder, em->ptr, slot, "params");
+  }
+  LLVMBuildCall2(em->builder, body_type, body, args, (unsigned)(buffer_count + extra), "");
   LLVMBuildRetVoid(em->builder);
-  stax_allocator_free(cg->allocator, heap_params, sizeof(LLVMTypeRef) * (size_t)(buffer_count + 2));
-  stax_allocator_free(cg->allocator, heap_args, sizeof(LLVMValueRef) * (size_t)(buffer_count + 2));
+  stax_allocator_free(cg->allocator, heap_params, sizeof(LLVMTypeRef) * (size_t)(buffer_count + 3));
+  stax_allocator_free(cg->allocator, heap_args, sizeof(LLVMValueRef) * (size_t)(buffer_count + 3));
 }
 
 stax_status_t stax_llvm_emit_kernel(LLVMContextRef context, const stax_kir_kernel_t* kernel,

@@ -77,6 +77,13 @@ bool lower_value_fits(const lower_t* L, int32_t value, int32_t offset, int32_t c
   return true;
 }
 
+bool lower_rows_value_fits(const lower_t* L, int32_t value, int32_t space_rank) {
+  const stax_jit_value_t* v = lower_value(L, value);
+  if (!L->group->rows_generic) return true;
+  if (v->rows) return v->rank == space_rank;
+  return v->rank < space_rank || v->dims[0] == 1;
+}
+
 stax_kir_index_t lower_value_index(lower_t* L, int32_t value, int32_t space_rank) {
   const stax_jit_value_t* v = lower_value(L, value);
   stax_kir_index_t index = stax_kir_index_constant(0);
@@ -273,8 +280,10 @@ static stax_status_t add_buffers(lower_t* L) {
     for (char* c = name; *c; c++)
       if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
         *c = '_';
-    stax_kir_add_buffer(L->kernel, name, input ? STAX_KIR_BUFFER_INPUT : STAX_KIR_BUFFER_OUTPUT,
-                        value->dtype, value->rank, value->dims, value->strides);
+    int32_t b =
+        stax_kir_add_buffer(L->kernel, name, input ? STAX_KIR_BUFFER_INPUT : STAX_KIR_BUFFER_OUTPUT,
+                            value->dtype, value->rank, value->dims, value->strides);
+    if (b >= 0 && value->rows) L->kernel->buffers[b]->rows = true;
   }
   return stax_kir_kernel_status(L->kernel);
 }
@@ -327,14 +336,64 @@ stax_jit_op_class_t stax_jit_op_class(stax_op_t op) {
   return STAX_JIT_OP_UNSUPPORTED;
 }
 
+/* The example row count a rows-generic group is lowered at. */
+#define ROWS_EXAMPLE 4093
+
+/* Checks a rows-generic group's rows values (rank >= 1; not temporaries only) and gives
+ * every one the example row count; *out_values is a copy the caller frees. */
+static stax_status_t rows_generic_values(const stax_jit_group_t* group, stax_allocator_t allocator,
+                                         stax_jit_value_t** out_values) {
+  *out_values = NULL;
+  bool any = false;
+  for (int32_t v = 0; v < group->value_count; v++) {
+    const stax_jit_value_t* value = &group->values[v];
+    if (!value->rows) continue;
+    if (value->rank < 1)
+      return malformed(group, "rows value %d has rank 0", (int)v);
+    any = true;
+  }
+  if (!any) return malformed(group, "rows-generic group without a rows value");
+  stax_jit_value_t* values = NULL;
+  STAX_RETURN_IF_ERROR(stax_allocator_calloc(allocator, (size_t)group->value_count,
+                                             sizeof(*values), (void**)&values));
+  for (int32_t v = 0; v < group->value_count; v++) {
+    values[v] = group->values[v];
+    if (values[v].rows) values[v].dims[0] = ROWS_EXAMPLE;
+  }
+  *out_values = values;
+  return STAX_OK;
+}
+
+static stax_status_t lower_group_checked(const stax_jit_group_t* group,
+                                         const stax_jit_lower_options_t* options,
+                                         stax_allocator_t allocator,
+                                         stax_kir_kernel_t** out_kernel);
+
 stax_status_t stax_jit_lower_group(const stax_jit_group_t* group,
                                    const stax_jit_lower_options_t* options,
                                    stax_allocator_t allocator, stax_kir_kernel_t** out_kernel) {
+  *out_kernel = NULL;
+  if (!group->rows_generic) return lower_group_checked(group, options, allocator, out_kernel);
+  STAX_RETURN_IF_ERROR(check_group(group));
+  stax_jit_value_t* values = NULL;
+  STAX_RETURN_IF_ERROR(rows_generic_values(group, allocator, &values));
+  stax_jit_group_t example = *group;
+  example.values = values;
+  stax_status_t status = lower_group_checked(&example, options, allocator, out_kernel);
+  stax_allocator_free(allocator, values, sizeof(*values) * (size_t)group->value_count);
+  return status;
+}
+
+static stax_status_t lower_group_checked(const stax_jit_group_t* group,
+                                         const stax_jit_lower_options_t* options,
+                                         stax_allocator_t allocator,
+                                         stax_kir_kernel_t** out_kernel) {
   *out_kernel = NULL;
   STAX_RETURN_IF_ERROR(check_group(group));
   lower_t L;
   memset(&L, 0, sizeof(L));
   L.group = group;
+  L.rows_example = ROWS_EXAMPLE;
   L.options = options;
   L.allocator = allocator;
   L.vector_lanes_f32 = options->vector_bits / 32 < 2 ? 2 : options->vector_bits / 32;
@@ -351,6 +410,12 @@ stax_status_t stax_jit_lower_group(const stax_jit_group_t* group,
   if (status == STAX_OK) status = classify(&L, &family, &contraction);
   if (status == STAX_OK) status = stax_kir_kernel_create(allocator, group_name(group), &L.kernel);
   if (status == STAX_OK) status = add_buffers(&L);
+  if (status == STAX_OK && group->rows_generic) {
+    if (family == FAMILY_CONV)
+      status = lower_refuse(&L, "Conv has no rows-generic lowering");
+    else
+      stax_kir_set_rows_generic(L.kernel, ROWS_EXAMPLE, 0);
+  }
   if (status == STAX_OK) {
     switch (family) {
       case FAMILY_MATMUL: status = lower_matmul_group(&L, contraction); break;

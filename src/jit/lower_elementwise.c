@@ -52,11 +52,19 @@ stax_status_t lower_elementwise_group(lower_t* L) {
       return lower_refuse(L, "outputs of different shapes ('%s')",
                           lower_value_name(L, group->outputs[i]));
   }
+  bool generic = group->rows_generic;
   for (int32_t v = 0; v < group->value_count; v++) {
-    if ((L->uses[v] > 0 || L->producer[v] >= 0) && !lower_value_fits(L, v, 0, L->rank))
+    bool used = L->uses[v] > 0 || L->producer[v] >= 0;
+    if (used && !lower_value_fits(L, v, 0, L->rank))
       return lower_refuse(L, "value '%s' does not broadcast into the output shape",
                           lower_value_name(L, v));
+    if (used && !lower_rows_value_fits(L, v, L->rank))
+      return lower_refuse(L, "value '%s' does not line up with the rows", lower_value_name(L, v));
   }
+  for (int32_t i = 0; generic && i < group->output_count; i++)
+    if (!lower_value(L, group->outputs[i])->rows)
+      return lower_refuse(L, "output '%s' is not a rows value",
+                          lower_value_name(L, group->outputs[i]));
   k->in_place_safe = true;
 
   stax_kir_block_t* block = stax_kir_add_stage(k, "elementwise");
@@ -70,7 +78,9 @@ stax_status_t lower_elementwise_group(lower_t* L) {
   for (int32_t e = 0; e < L->rank; e++) {
     L->forms[e] = stax_kir_index_constant(0);
     if (L->dims[e] == 1) continue;
-    if (loops > 0 && mergeable(L, loop_inner[loops - 1], e)) {
+    /* Rows-generic: the row dim is a loop of its own, whose extent is R at run time. */
+    bool row_dim = generic && loops == 1 && loop_inner[0] == 0;
+    if (loops > 0 && !row_dim && mergeable(L, loop_inner[loops - 1], e)) {
       loop_inner[loops - 1] = e;
       loop_extent[loops - 1] *= L->dims[e];
     } else {
@@ -82,11 +92,20 @@ stax_status_t lower_elementwise_group(lower_t* L) {
 
   int32_t width = lower_vector_width(L);
   bool parallel = total >= PARALLEL_MIN_ELEMENTS && L->options->thread_count > 1 && loops > 0;
+  if (generic) {
+    /* Split over the rows whenever the pool has threads; the host runs it on the calling
+     * thread while R rows are too little work (parallel_min_rows). */
+    parallel = L->options->thread_count > 1;
+    int64_t per_row = total / L->dims[0];
+    k->stages[k->stage_count - 1]->parallel_min_rows =
+        per_row > 0 ? (PARALLEL_MIN_ELEMENTS + per_row - 1) / per_row : 0;
+  }
   static const char* const names[STAX_MAX_RANK] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
   for (int32_t l = 0; l < loops; l++) {
     stax_kir_loop_t* loop = stax_kir_add_loop(k, block, names[l], loop_extent[l]);
     if (!loop) return stax_kir_kernel_status(k);
     int32_t id = stax_kir_loop_id(k, loop);
+    if (generic && l == 0) loop->extent_param = 0; /* R */
     stax_kir_index_add_term(k, &L->forms[loop_inner[l]], id, 1);
     bool innermost = l == loops - 1;
     if (innermost) {

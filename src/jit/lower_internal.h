@@ -51,6 +51,10 @@ typedef struct lower_t {
   /* Per node: data a kernel-specific lowering attaches (row kernels' locals). */
   void** node_data;
   int32_t vector_lanes_f32; /* lanes of a native float32 vector */
+  /* Rows-generic groups: the example R lowering sees in every rows value's dims[0] (see
+   * stax_jit_lower_group: a prime past every tile height, so no dim of extent 1 and no tile
+   * count special-cases the example). */
+  int64_t rows_example;
 } lower_t;
 
 /* ---- helpers (lower.c) -------------------------------------------------------------------- */
@@ -66,6 +70,9 @@ const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t
 void lower_new_point(lower_t* L);
 /* True when `value` broadcasts into dims[offset .. offset+count) of the iteration space. */
 bool lower_value_fits(const lower_t* L, int32_t value, int32_t offset, int32_t count);
+/* Rows-generic groups: true when `value` lines up with the row dim of a space of that rank (a
+ * rows value spans it, any other value broadcasts over it); always true otherwise. */
+bool lower_rows_value_fits(const lower_t* L, int32_t value, int32_t space_rank);
 /* The index of `value`'s element at the current point (right-aligned to dims
  * [0, space_rank)). */
 stax_kir_index_t lower_value_index(lower_t* L, int32_t value, int32_t space_rank);

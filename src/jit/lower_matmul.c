@@ -792,6 +792,136 @@ static void choose_blocking(matmul_t* m) {
   m->block_tiles = row_tiles / m->row_blocks;
 }
 
+
+/* ---- rows-generic matmul ------------------------------------------------------------------
+ * M is the kernel's row count R, a run-time parameter (kernel_ir.h): A is [R, K] row-major
+ * (its row stride fixed), B is not a rows value (a weight, usually a constant), the output
+ * and any rows value of the epilogue are [R, N]. The full row tiles run in a loop of
+ * floor(R / MR) iterations; the R % MR rows left over are covered by one more full tile
+ * placed at rows R - MR .. R - 1, overlapping the tile before it. The overlapped rows are
+ * computed twice, from the same inputs in the same order, so they get the same values, and
+ * the tail needs no code of its own (no tile of each possible height, no recompiling). That
+ * takes R >= MR (rows_min); fewer rows are refused and interpreted. The nest is the
+ * unblocked one with B packed (once per weight when B is a constant): panels in parallel
+ * when there are enough for the threads, else row tiles. */
+static void emit_rows_tiles(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
+                            bool all_panels, int64_t panels, int32_t edge_lanes,
+                            const k_part_t* part) {
+  stax_kir_kernel_t* k = m->k;
+  if (all_panels && panels > 0) {
+    stax_kir_loop_t* p = tile_loop(m, block, "p", panels, false, 0);
+    if (!p) return;
+    stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p), 1, 0);
+    stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p), m->nr, 0);
+    emit_tile(m, &p->body, row_base, &col_base, &panel, m->mr, m->nr, part);
+  }
+  if (edge_lanes) {
+    stax_kir_index_t panel = stax_kir_index_constant(panels);
+    stax_kir_index_t col_base = stax_kir_index_constant(panels * m->nr);
+    emit_tile(m, block, row_base, &col_base, &panel, m->mr, edge_lanes, part);
+  }
+}
+
+static void emit_compute_rows_generic(matmul_t* m) {
+  lower_t* L = m->L;
+  stax_kir_kernel_t* k = m->k;
+  int64_t panels = m->n / m->nr;
+  int32_t edge_lanes = (int32_t)(m->n % m->nr);
+  k_part_t all = whole_k;
+  all.extent = m->kdim;
+  m->batch_a = m->batch_b = m->batch_packed = m->batch_partial = stax_kir_index_constant(0);
+  int32_t tiles = stax_kir_add_param(k, "row_tiles", 1, 0, m->mr, 0, 0, 0, 0);
+  /* 1 when R % MR != 0: ceil(R / MR) - floor(R / MR). */
+  int32_t overlap = stax_kir_add_param(k, "last_tile", 1, m->mr - 1, m->mr, -1, 0, m->mr, 0);
+  int32_t last_row = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -m->mr);
+  if (tiles < 0 || overlap < 0 || last_row < 0) return;
+  /* Run on the calling thread while the whole product is under two tasks' work. */
+  int64_t per_row = m->n * m->kdim > 0 ? m->n * m->kdim : 1;
+  int64_t min_rows = 2 * MATMUL_TASK_WORK / per_row + 1;
+  int64_t threads = L->options->thread_count;
+  bool panels_outer = panels >= 2 * threads || threads <= 1;
+  stax_kir_block_t* block = stax_kir_add_stage(k, "matmul");
+  if (!block) return;
+  k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
+  if (panels_outer) {
+    /* Every row against one panel per task: the panel stays in cache over the rows. */
+    if (panels > 0) {
+      stax_kir_loop_t* p = tile_loop(m, block, "p", panels, threads > 1, 0);
+      if (!p) return;
+      p->grain = 1;
+      int32_t pid = stax_kir_loop_id(k, p);
+      stax_kir_index_t panel = form_of(m, pid, 1, 0);
+      stax_kir_index_t col_base = form_of(m, pid, m->nr, 0);
+      stax_kir_loop_t* i = add_loop(m, &p->body, "i", 0);
+      if (!i) return;
+      i->extent_param = tiles;
+      stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), m->mr, 0);
+      emit_tile(m, &i->body, &row_base, &col_base, &panel, m->mr, m->nr, &all);
+      stax_kir_loop_t* o = add_loop(m, &p->body, "o", 0);
+      if (!o) return;
+      o->extent_param = overlap;
+      stax_kir_index_t last = stax_kir_index_constant(0);
+      stax_kir_index_add_param(k, &last, last_row, 1);
+      emit_tile(m, &o->body, &last, &col_base, &panel, m->mr, m->nr, &all);
+    }
+    if (edge_lanes) {
+      stax_kir_block_t* edge = stax_kir_add_stage(k, "matmul_edge");
+      if (!edge) return;
+      k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
+      stax_kir_loop_t* i = add_loop(m, edge, "i", 0);
+      if (!i) return;
+      i->extent_param = tiles;
+      i->parallel = threads > 1;
+      i->grain = task_grain(m->mr * edge_lanes * m->kdim);
+      stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), m->mr, 0);
+      emit_rows_tiles(m, &i->body, &row_base, false, panels, edge_lanes, &all);
+    }
+  } else {
+    /* Few panels: row tiles in parallel, each over every panel. */
+    stax_kir_loop_t* i = add_loop(m, block, "i", 0);
+    if (!i) return;
+    i->extent_param = tiles;
+    i->parallel = true;
+    i->grain = task_grain(m->mr * m->n * m->kdim);
+    stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), m->mr, 0);
+    emit_rows_tiles(m, &i->body, &row_base, true, panels, edge_lanes, &all);
+  }
+  /* The overlapping last tile of the edge panel (panels outer) or of every panel. */
+  if (!panels_outer || edge_lanes) {
+    stax_kir_block_t* last_block = stax_kir_add_stage(k, "matmul_last");
+    stax_kir_loop_t* o = last_block ? add_loop(m, last_block, "o", 0) : NULL;
+    if (!o) return;
+    o->extent_param = overlap;
+    stax_kir_index_t last = stax_kir_index_constant(0);
+    stax_kir_index_add_param(k, &last, last_row, 1);
+    emit_rows_tiles(m, &o->body, &last, !panels_outer, panels, edge_lanes, &all);
+  }
+}
+
+/* The checks a rows-generic matmul needs (see above); UNIMPLEMENTED otherwise. */
+static stax_status_t check_rows_generic(matmul_t* m) {
+  lower_t* L = m->L;
+  const stax_jit_value_t* a = lower_value(L, m->a);
+  const stax_jit_value_t* b = lower_value(L, m->b);
+  const stax_jit_value_t* out = lower_value(L, m->out);
+  if (!a->rows || a->rank != 2 || b->rows || !out->rows || out->rank != 2 || m->batch_rank != 0)
+    return lower_refuse(L, "rows-generic matmul needs A [rows, K], a B without rows and a "
+                           "[rows, N] output");
+  if (m->a_depth != 1 || m->a_row != a->strides[0])
+    return lower_refuse(L, "rows-generic matmul needs a row-major A");
+  for (int32_t v = 0; v < L->group->value_count; v++) {
+    if ((v == m->a || v == m->b) && L->uses[v] == 1) continue;
+    bool used = L->uses[v] > 0 || L->producer[v] >= 0;
+    if (used && !lower_rows_value_fits(L, v, L->rank))
+      return lower_refuse(L, "value '%s' does not line up with the rows", lower_value_name(L, v));
+  }
+  for (int32_t i = 0; i < L->group->output_count; i++)
+    if (!lower_value(L, L->group->outputs[i])->rows)
+      return lower_refuse(L, "output '%s' is not a rows value",
+                          lower_value_name(L, L->group->outputs[i]));
+  return STAX_OK;
+}
+
 stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
   matmul_t m;
   memset(&m, 0, sizeof(m));
@@ -805,6 +935,18 @@ stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
   m.nr = 2 * lanes;
   m.mr = lanes >= 16 ? 12 : 6;
   m.panels = (m.n + m.nr - 1) / m.nr;
+  if (L->group->rows_generic) {
+    STAX_RETURN_IF_ERROR(check_rows_generic(&m));
+    m.k->rows_min = m.mr; /* the overlapping last tile needs one whole tile of rows */
+    if (m.n == 0) {
+      stax_kir_add_stage(m.k, "empty");
+      return stax_kir_kernel_status(m.k);
+    }
+    m.packed = true;
+    emit_pack(&m);
+    emit_compute_rows_generic(&m);
+    return stax_kir_kernel_status(m.k);
+  }
   if (m.m == 0 || m.n == 0) {
     stax_kir_add_stage(m.k, "empty");
     return stax_kir_kernel_status(m.k);

@@ -442,12 +442,38 @@ stax_status_t lower_row_group(lower_t* L) {
   if (status == STAX_OK) status = analyze(L, rows);
   if (status != STAX_OK) goto done;
 
+  /* Rows-generic: dim 0 is R; the reduced axis must be a fixed one after it. */
+  bool generic = group->rows_generic;
+  if (generic) {
+    if (L->rank < 2) {
+      status = lower_refuse(L, "rows-generic row kernel without a fixed row axis");
+      goto done;
+    }
+    for (int32_t v = 0; v < group->value_count && status == STAX_OK; v++) {
+      bool used = L->uses[v] > 0 || L->producer[v] >= 0;
+      int32_t space_rank = L->space[v] == LOWER_ROW ? L->rank - 1 : L->rank;
+      if (used && !lower_rows_value_fits(L, v, space_rank))
+        status = lower_refuse(L, "value '%s' does not line up with the rows",
+                              lower_value_name(L, v));
+    }
+    for (int32_t i = 0; i < group->output_count && status == STAX_OK; i++)
+      if (!lower_value(L, group->outputs[i])->rows)
+        status = lower_refuse(L, "output '%s' is not a rows value",
+                              lower_value_name(L, group->outputs[i]));
+    if (status != STAX_OK) goto done;
+  }
   /* The row loops: every outer dim of extent > 1, the first one parallel when worthwhile. */
   stax_kir_block_t* block = stax_kir_add_stage(k, "rows");
   int64_t length = L->dims[L->rank - 1], row_count = 1;
   for (int32_t d = 0; d + 1 < L->rank; d++) row_count *= L->dims[d];
   bool parallel =
       row_count > 1 && L->options->thread_count > 1 && row_count * length >= PARALLEL_MIN_ELEMENTS;
+  if (generic && block) {
+    parallel = L->options->thread_count > 1;
+    int64_t per_row = row_count / L->dims[0] * length;
+    k->stages[k->stage_count - 1]->parallel_min_rows =
+        per_row > 0 ? (PARALLEL_MIN_ELEMENTS + per_row - 1) / per_row : 0;
+  }
   bool first_loop = true;
   int64_t rows_inside = row_count;
   for (int32_t d = 0; d + 1 < L->rank && block; d++) {
@@ -457,6 +483,7 @@ stax_status_t lower_row_group(lower_t* L) {
     snprintf(name, sizeof(name), "r%d", (int)d);
     stax_kir_loop_t* loop = stax_kir_add_loop(k, block, name, L->dims[d]);
     if (!loop) break;
+    if (generic && d == 0) loop->extent_param = 0; /* R */
     rows_inside /= L->dims[d];
     if (first_loop && parallel) {
       loop->parallel = true;
