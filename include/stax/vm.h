@@ -89,6 +89,14 @@ typedef enum stax_jit_mode_e {
   STAX_JIT_SYNC = 2,       /* compile inline on the calling thread (tests, benchmarks) */
 } stax_jit_mode_t;
 
+/* Whether the JIT tier compiles shape-generic versions (one per shape class, docs/jit.md
+ * "Shape classes") before any exact-shape one. */
+typedef enum stax_jit_generic_e {
+  STAX_JIT_GENERIC_DEFAULT = 0, /* on, unless STAX_JIT_GENERIC=0 is set */
+  STAX_JIT_GENERIC_ON = 1,
+  STAX_JIT_GENERIC_OFF = 2,     /* exact-shape versions only (every new shape compiles) */
+} stax_jit_generic_t;
+
 typedef struct stax_context_options_t {
   stax_dispatch_mode_t dispatch;
   stax_threadpool_t* pool;  /* NULL: the process-wide default pool */
@@ -100,6 +108,7 @@ typedef struct stax_context_options_t {
   int32_t jit_max_versions; /* compiled versions kept per segment (LRU); 0: 32 */
   bool jit_verify;          /* also interpret and compare (STAX_JIT_VERIFY=1 does the same) */
   double jit_tolerance;     /* verify: |a-b| <= tol * (1 + |b|); 0: 1e-4 */
+  stax_jit_generic_t jit_generic;
 } stax_context_options_t;
 
 STAX_MUST_USE stax_status_t stax_context_create(stax_allocator_t allocator,
@@ -129,15 +138,30 @@ const uint64_t* stax_context_segment_counts(const stax_context_t* context);
  * belongs to the program). Zeros when no context ran with the JIT on. */
 typedef struct stax_jit_segment_stats_t {
   uint64_t entries;     /* segment entries seen by the JIT tier */
-  uint64_t hits;        /* entries run by a compiled kernel */
+  uint64_t hits;        /* entries run by compiled kernels (fully or partly) */
+  uint64_t full_hits;   /* of the hits: every lowerable group ran a kernel */
+  uint64_t partial_hits; /* of the hits: some groups interpreted (no kernel, or declined) */
   uint64_t misses;      /* entries interpreted (no kernel for the signature yet, or none) */
   uint64_t compiles;    /* successful compiles */
   uint64_t failures;    /* failed or refused compiles (never retried for that signature) */
   uint64_t evictions;   /* kernels dropped by the per-segment version cap */
   double compile_ms;    /* total compile time */
   int32_t versions;     /* compiled versions held now */
-  int32_t signatures;   /* distinct signatures tracked now */
+  int32_t signatures;   /* distinct signatures (exact and class) tracked now */
+  /* Of `versions`: shape-generic ones (one per shape class, rows-generic kernels) and exact
+   * ones (one per exact signature, for groups the generic one lacks); compile time of each
+   * kind. */
+  int32_t generic_versions, exact_versions;
+  double generic_compile_ms, exact_compile_ms;
 } stax_jit_segment_stats_t;
+
+/* How a program's calls (stax_context_run with the JIT on) ran: every group that has a
+ * lowering ran a compiled kernel, some did, or none did. */
+typedef struct stax_jit_call_stats_t {
+  uint64_t compiled, partial, interpreted;
+} stax_jit_call_stats_t;
+STAX_MUST_USE stax_status_t stax_program_jit_call_stats(const stax_program_t* program,
+                                                        stax_jit_call_stats_t* out_stats);
 
 int32_t stax_program_segment_count(const stax_program_t* program);
 STAX_MUST_USE stax_status_t stax_program_jit_stats(const stax_program_t* program,

@@ -577,6 +577,9 @@ void stax_jit_kernel_release(stax_jit_kernel_t* kernel) {
   kernel_free(kernel);
 }
 
+bool stax_jit_kernel_rows_generic(const stax_jit_kernel_t* kernel) {
+  return kernel->rows_generic;
+}
 const char* stax_jit_kernel_name(const stax_jit_kernel_t* kernel) {
   return kernel->name;
 }

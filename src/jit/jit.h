@@ -184,6 +184,8 @@ void stax_jit_kernel_retain(stax_jit_kernel_t* kernel);
 void stax_jit_kernel_release(stax_jit_kernel_t* kernel);
 
 const char* stax_jit_kernel_name(const stax_jit_kernel_t* kernel);
+/* True for a rows-generic kernel (stax_jit_group_t.rows_generic). */
+bool stax_jit_kernel_rows_generic(const stax_jit_kernel_t* kernel);
 int32_t stax_jit_kernel_input_count(const stax_jit_kernel_t* kernel);
 int32_t stax_jit_kernel_output_count(const stax_jit_kernel_t* kernel);
 /* Texts kept when the options asked for them; NULL otherwise. Borrowed. */

@@ -952,7 +952,10 @@ stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
     return stax_kir_kernel_status(m.k);
   }
   choose_blocking(&m);
-  m.packed = m.m > m.mr || m.b_col != 1;
+  /* A constant B is packed whatever M: the host packs it once per weight and keeps the
+   * panels (jit.c), so later runs skip the copy, and every M (every ISA's tile height) takes
+   * the same nest over the same panels. */
+  m.packed = m.m > m.mr || m.b_col != 1 || lower_value(L, m.b)->constant != NULL;
   if (m.packed) {
     /* Where batch point e's panels start: B's own batch layout, 0 where B broadcasts. */
     const stax_jit_value_t* b = lower_value(L, m.b);

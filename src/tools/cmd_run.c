@@ -36,8 +36,13 @@ static void print_run_help(FILE* f) {
           "                   also interprets each compiled segment and compares\n"
           "  --jit-threshold N  compile a segment's shape signature after N calls (default 2)\n"
           "  --jit-versions N   compiled versions kept per segment, LRU (default 32)\n"
-          "  --stats-json FILE  write JIT statistics per segment (hits, misses, compiles,\n"
-          "                   compile time, evictions) as JSON ('-' for stdout)\n"
+          "  --jit-generic on|off  compile one shape-generic version per shape class first\n"
+          "                   (default on; off: one version per exact shape, as\n"
+          "                   STAX_JIT_GENERIC=0 does)\n"
+          "  --stats-json FILE  write JIT statistics as JSON ('-' for stdout): per segment\n"
+          "                   hits (full, partial), misses, compiles, compile time, evictions,\n"
+          "                   generic and exact versions; per call: compiled, partly\n"
+          "                   compiled, interpreted\n"
           "\n"
           "Exit status: 0 on success, 1 on any error (message on stderr), 2 on bad usage.\n");
 }
@@ -89,6 +94,7 @@ int stax_cli_run(int argc, char** argv) {
   stax_dispatch_mode_t dispatch = STAX_DISPATCH_DEFAULT;
   stax_jit_mode_t jit = STAX_JIT_BACKGROUND;
   long jit_threshold = 0, jit_versions = 0;
+  stax_jit_generic_t jit_generic = STAX_JIT_GENERIC_DEFAULT;
   const char* stats_path = NULL;
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
@@ -126,6 +132,12 @@ int stax_cli_run(int argc, char** argv) {
                                     argv[i]);
       if (arg[6] == 't') jit_threshold = value;
       else jit_versions = value;
+    } else if (strcmp(arg, "--jit-generic") == 0 || strncmp(arg, "--jit-generic=", 14) == 0) {
+      const char* mode = arg[13] == '=' ? arg + 14 : (++i < argc ? argv[i] : NULL);
+      if (mode && strcmp(mode, "on") == 0) jit_generic = STAX_JIT_GENERIC_ON;
+      else if (mode && strcmp(mode, "off") == 0) jit_generic = STAX_JIT_GENERIC_OFF;
+      else return stax_cli_usage_error("run", "--jit-generic needs on or off, got '%s'",
+                                       mode ? mode : "");
     } else if (strcmp(arg, "--stats-json") == 0) {
       if (++i >= argc) return stax_cli_usage_error("run", "--stats-json needs a file");
       stats_path = argv[i];
@@ -225,7 +237,8 @@ int stax_cli_run(int argc, char** argv) {
   stax_context_options_t options = {.dispatch = dispatch,
                                     .jit = jit,
                                     .jit_threshold = (int32_t)jit_threshold,
-                                    .jit_max_versions = (int32_t)jit_versions};
+                                    .jit_max_versions = (int32_t)jit_versions,
+                                    .jit_generic = jit_generic};
   status = stax_context_create(stax_allocator_system(), model.program, &options, &context);
   if (status) goto cleanup;
   times = calloc((size_t)repeat, sizeof(double));

@@ -210,6 +210,7 @@ stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
   ctx->shape_stack_count = 0;
   ctx->timing_instruction = -1;
   ctx->inputs = inputs;
+  stax_vm_jit_run_begin(ctx);
   stax_status_t status = stax_vm_run_guards(ctx);
   if (status == STAX_OK) {
     bool use_goto = ctx->options.dispatch != STAX_DISPATCH_SWITCH && STAX_VM_HAVE_COMPUTED_GOTO;
@@ -237,6 +238,7 @@ stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
   for (int32_t r = 0; r < program->registers_count; r++) stax_vm_take_register(ctx, r, NULL);
   stax_vm_loops_reset(ctx);
   ctx->inputs = NULL;
+  if (status == STAX_OK) stax_vm_jit_run_end(ctx);
   atomic_store(&ctx->running, false);
   return status;
 }

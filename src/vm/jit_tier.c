@@ -240,6 +240,10 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       gp->roles[v] = later ? JIT_ROLE_OUTPUT : JIT_ROLE_TEMP;
       if (later) gp->outputs[gp->output_count++] = v;
     }
+    stax_op_t op = program->kernel_nodes[STAX_VM_OPERAND(code + gp->node_words[0], 0)].op;
+    gp->lowerable = !(gp->node_count == 1 && jit_node_kind(op) == KIND_ALONE) &&
+                    !(gp->output_count < 1 && plan->group_count > 1);
+    if (gp->lowerable) plan->lowerable_count++;
   }
   /* Post instructions run after the group of the last compute before them (so a view runs
    * once its source is materialized and before any group that reads it); stores and views
@@ -406,10 +410,27 @@ static void jit_version_remove(jit_segment* seg, int32_t index) {
   if (ver->state == VERSION_READY) {
     seg->stats.evictions++;
     seg->stats.versions--;
+    if (ver->generic) seg->stats.generic_versions--;
+    else seg->stats.exact_versions--;
   }
   jit_version_drop_kernels(ver, seg->plan.group_count);
   free(ver->sig);
   seg->versions[index] = seg->versions[--seg->version_count];
+}
+
+/* Counts a version that became READY (once), and a finished compile's time by kind. */
+static void jit_count_version(jit_segment* seg, const jit_version* ver) {
+  if (ver->generic)
+    seg->stats.generic_versions++;
+  else
+    seg->stats.exact_versions++;
+}
+
+static void jit_count_compile_ms(jit_segment* seg, bool generic, double ms) {
+  if (generic)
+    seg->stats.generic_compile_ms += ms;
+  else
+    seg->stats.exact_compile_ms += ms;
 }
 
 /* Keeps at most max_versions READY versions (LRU) and a bounded table of tracked signatures,
@@ -418,7 +439,8 @@ static void jit_enforce_caps(jit_segment* seg, int32_t max_versions) {
   for (;;) {
     int32_t ready = 0, victim = -1;
     for (int32_t v = 0; v < seg->version_count; v++) {
-      if (seg->versions[v].state != VERSION_READY) continue;
+      /* Class versions stay: one serves every shape of its class. */
+      if (seg->versions[v].state != VERSION_READY || seg->versions[v].generic) continue;
       ready++;
       if (victim < 0 || seg->versions[v].last_use < seg->versions[victim].last_use) victim = v;
     }
@@ -431,7 +453,7 @@ static void jit_enforce_caps(jit_segment* seg, int32_t max_versions) {
     int32_t victim = -1;
     for (int32_t v = 0; v < seg->version_count; v++) {
       int32_t st = seg->versions[v].state;
-      if (st == VERSION_READY || st == VERSION_QUEUED) continue;
+      if (st == VERSION_READY || st == VERSION_QUEUED || seg->versions[v].generic) continue;
       if (victim < 0 || seg->versions[v].last_use < seg->versions[victim].last_use) victim = v;
     }
     if (victim < 0) break;
@@ -544,8 +566,10 @@ static stax_status_t jit_view_layouts(const stax_context_t* ctx, const jit_plan*
 }
 
 /* Group descriptions with the concrete dims of this context's registers. */
+/* generic: rows-generic descriptions (groups that cannot be are marked skip); skip (NULL or
+ * per group): groups left out of this version. */
 static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const jit_plan* plan,
-                                  jit_desc** out_descs) {
+                                  bool generic, const bool* skip, jit_desc** out_descs) {
   const stax_program_t* program = ctx->program;
   jit_desc* descs = calloc((size_t)plan->group_count, sizeof(jit_desc));
   if (!descs) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: group descriptions");
@@ -627,7 +651,7 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
       for (int32_t k = 0; k < out_list[0]; k++)
         *cursor++ = out_list[1 + k] < 0 ? -1 : jit_find(gp->value_regs, gp->value_count, out_list[1 + k]);
     }
-    snprintf(d->name, sizeof(d->name), "seg%d_g%d", s, g);
+    snprintf(d->name, sizeof(d->name), generic ? "seg%d_g%d_rows" : "seg%d_g%d", s, g);
     d->group.name = d->name;
     d->group.node_count = gp->node_count;
     d->group.nodes = d->nodes;
@@ -637,6 +661,8 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
     d->group.inputs = gp->inputs;
     d->group.output_count = gp->output_count;
     d->group.outputs = gp->outputs;
+    d->skip = skip && skip[g];
+    if (generic && !d->skip) d->skip = !stax_vm_jit_make_rows_generic(program, gp, d);
   }
   free(layouts);
   *out_descs = descs;
@@ -656,6 +682,10 @@ static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_de
   *out_kernel = NULL;
   /* Nothing it computes is used after it (dead shape arithmetic): interpreted. */
   if (descs[g].group.output_count < 1 && count > 1) return STAX_OK;
+  if (descs[g].skip)
+    return count > 1 ? STAX_OK
+                     : stax_status_make(STAX_UNIMPLEMENTED, "group %s is left to another version",
+                                        descs[g].name);
   stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts};
   stax_status_t status = stax_jit_compile_group(backend, &descs[g].group, &options, out_kernel);
   if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
@@ -698,6 +728,7 @@ static void jit_finish(jit_cache* cache, int32_t s, uint64_t hash, const int64_t
   jit_segment* seg = &cache->segments[s];
   jit_version* ver = jit_version_find(seg, hash, sig, sig_count);
   seg->stats.compile_ms += ms;
+  if (ver) ver->complete = true;
   if (status) {
     seg->stats.failures++;
     STAX_LOG(JIT, "segment %d: compile failed after %.2f ms, staying interpreted: %s", s, ms,
@@ -716,8 +747,12 @@ static void jit_finish(jit_cache* cache, int32_t s, uint64_t hash, const int64_t
   }
   ver->kernels = kernels;
   ver->state = VERSION_READY;
+  ver->complete = true;
+  ver->compile_ms = ms;
   ver->last_use = ++cache->clock;
   seg->stats.versions++;
+  jit_count_version(seg, ver);
+  jit_count_compile_ms(seg, ver->generic, ms);
   jit_enforce_caps(seg, max_versions);
 }
 
@@ -743,6 +778,7 @@ static bool jit_publish(jit_cache* cache, const jit_job* job, int32_t g, stax_ji
     ver->state = VERSION_READY;
     ver->last_use = ++cache->clock;
     seg->stats.versions++;
+    jit_count_version(seg, ver);
     jit_enforce_caps(seg, cache->max_versions);
   }
   return true;
@@ -796,6 +832,12 @@ static void* jit_thread_main(void* arg) {
                  cache->max_versions);
     } else {
       seg->stats.compile_ms += ms;
+      jit_version* done = jit_version_find(seg, job->hash, job->sig, job->sig_count);
+      jit_count_compile_ms(seg, job->generic, ms);
+      if (done) {
+        done->complete = true;
+        done->compile_ms = ms;
+      }
       if (alive) {
         seg->stats.compiles++;
         STAX_LOG(JIT, "segment %d: compiled (%d group(s)) in %.2f ms", job->segment,
@@ -823,7 +865,7 @@ void stax_program_jit_drain(const stax_program_t* program) {
 
 /* STAX_LOG=jit: a new signature with the shapes of the inputs it guards. */
 static void jit_log_signature(const stax_context_t* ctx, int32_t s, const jit_plan* plan,
-                              uint64_t hash) {
+                              uint64_t hash, bool generic) {
   char text[512];
   size_t used = 0;
   text[0] = '\0';
@@ -838,8 +880,8 @@ static void jit_log_signature(const stax_context_t* ctx, int32_t s, const jit_pl
     used += (size_t)n;
     if (used >= sizeof(text)) used = sizeof(text) - 1;
   }
-  stax_log(STAX_LOG_JIT, "segment %d: new shape signature %016llx: %s", s,
-           (unsigned long long)hash, text);
+  stax_log(STAX_LOG_JIT, "segment %d: new %s %016llx: %s", s,
+           generic ? "shape class" : "shape signature", (unsigned long long)hash, text);
 }
 
 stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
@@ -853,6 +895,10 @@ stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
   const char* env = getenv("STAX_JIT_VERIFY");
   frame->verify = ctx->options.jit_verify || (env && env[0] == '1');
   frame->tolerance = ctx->options.jit_tolerance > 0 ? ctx->options.jit_tolerance : 1e-4;
+  const char* generic_env = getenv("STAX_JIT_GENERIC");
+  frame->generic = ctx->options.jit_generic == STAX_JIT_GENERIC_ON ||
+                   (ctx->options.jit_generic == STAX_JIT_GENERIC_DEFAULT &&
+                    !(generic_env && generic_env[0] == '0'));
   frame->pending_segment = -1;
   ctx->jit = frame;
   return STAX_OK;
@@ -872,20 +918,27 @@ void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
   if (!frame) return;
   jit_release_pending(frame);
   free(frame->sig);
+  free(frame->class_sig);
   free(frame->args);
   free(frame->kernels);
   free(frame);
   ctx->jit = NULL;
 }
 
-/* Asks for a compile of (segment, signature): inline in sync mode, queued otherwise.
- * Called with the lock held; returns with it held. */
-static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_version* ver) {
+/* Asks for a compile of (segment, signature): inline in sync mode, queued otherwise. A
+ * generic version's groups are described rows-generic; skip (NULL or per group) leaves
+ * groups out (an exact version skips what its class version has compiled). Called with the
+ * lock held; returns with it held. */
+static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_version* ver,
+                        const bool* skip) {
   const jit_plan* plan = &cache->segments[s].plan;
   jit_desc* descs = NULL;
   uint64_t hash = ver->hash;
   int32_t sig_count = ver->sig_count;
-  stax_status_t status = jit_describe(ctx, s, plan, &descs);
+  bool generic = ver->generic;
+  STAX_LOG(JIT, "segment %d: compiling the %s version %016llx", s, generic ? "generic" : "exact",
+           (unsigned long long)hash);
+  stax_status_t status = jit_describe(ctx, s, plan, generic, skip, &descs);
   if (status) {
     jit_finish(cache, s, hash, ver->sig, sig_count, NULL, status, 0, cache->max_versions);
     return;
@@ -925,6 +978,7 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     return;
   }
   memcpy(job->sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
+  job->generic = generic;
   job->segment = s;
   job->hash = hash;
   job->sig_count = sig_count;
@@ -974,6 +1028,7 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
   jit_frame* frame = ctx->jit;
   const int32_t* code = ctx->program->code;
   *out_ran = false;
+  frame->last_kernels_ran = 0;
   for (int32_t a = 0; a < plan->alloc_count; a++) {
     /* Temporaries of compiled groups are never materialized. */
     if (plan->alloc_group[a] >= 0 && kernels[plan->alloc_group[a]]) continue;
@@ -1002,6 +1057,20 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
     stax_status_t status = stax_jit_kernel_run(kernels[g], gp->input_count, frame->args,
                                                gp->output_count, frame->args + gp->input_count,
                                                ctx->pool);
+    if (status && stax_jit_kernel_rows_generic(kernels[g])) {
+      /* Outside its class (fewer rows than a matmul tile, leading dims that do not walk as
+       * rows): this group alone is interpreted, its temporaries allocated now. */
+      STAX_LOG(JIT, "rows-generic kernel declined, interpreting its group: %s",
+               stax_status_message(status));
+      stax_status_free(status);
+      for (int32_t a = 0; a < plan->alloc_count; a++)
+        if (plan->alloc_group[a] == g)
+          STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->alloc_words[a]));
+      for (int32_t k = 0; k < gp->node_count; k++)
+        STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + gp->node_words[k]));
+      continue;
+    }
+    if (status == STAX_OK) frame->last_kernels_ran++;
     if (status) {
       /* E.g. a view between groups got other strides than the kernel was compiled for (the
        * kernel checks every argument): nothing to undo, the interpreter re-runs the
@@ -1020,6 +1089,26 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
 }
 
 
+/* The version of (segment, signature), created COUNTING when new (NULL when out of memory).
+ * Under the lock. */
+static jit_version* jit_version_track(const stax_context_t* ctx, int32_t s, jit_segment* seg,
+                                      uint64_t hash, const int64_t* sig, int32_t count,
+                                      bool generic) {
+  jit_version* ver = jit_version_find(seg, hash, sig, count);
+  if (ver) return ver;
+  if (!jit_grow((void**)&seg->versions, &seg->version_capacity, seg->version_count + 1,
+                sizeof(jit_version)))
+    return NULL;
+  int64_t* copy = malloc((size_t)(count ? count : 1) * sizeof(int64_t));
+  if (!copy) return NULL;
+  memcpy(copy, sig, (size_t)count * sizeof(int64_t));
+  ver = &seg->versions[seg->version_count++];
+  *ver = (jit_version){.hash = hash, .sig_count = count, .sig = copy, .generic = generic};
+  seg->stats.signatures = seg->version_count;
+  if (stax_log_enabled(STAX_LOG_JIT)) jit_log_signature(ctx, s, &seg->plan, hash, generic);
+  return ver;
+}
+
 stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* out_unmatched) {
   jit_frame* frame = ctx->jit;
   jit_cache* cache = frame->cache;
@@ -1031,9 +1120,12 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   jit_segment* seg = &cache->segments[s];
   seg->stats.entries++;
   jit_plan* plan = jit_plan_get(cache, s);
+  if (plan && plan->state == PLAN_OK) frame->run_groups += (uint64_t)plan->lowerable_count;
   int32_t need = cache->max_ext * JIT_SIG_WORDS_PER_INPUT;
   if (!plan || plan->state != PLAN_OK ||
-      !jit_grow((void**)&frame->sig, &frame->sig_capacity, need > 0 ? need : 1, sizeof(int64_t))) {
+      !jit_grow((void**)&frame->sig, &frame->sig_capacity, need > 0 ? need : 1, sizeof(int64_t)) ||
+      !jit_grow((void**)&frame->class_sig, &frame->class_sig_capacity, need + 1,
+                sizeof(int64_t))) {
     seg->stats.misses++;
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;
@@ -1045,58 +1137,78 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   pthread_mutex_unlock(&cache->lock);
   for (int32_t p = 0; p < plan->pre_count; p++)
     STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, ctx->program->code + plan->pre_words[p]));
-  int32_t sig_count = 0;
-  uint64_t hash = 0;
+  int32_t sig_count = 0, class_count = 0;
+  uint64_t hash = 0, class_hash = 0;
   bool signed_ok = jit_signature(ctx, plan, frame->sig, &sig_count, &hash);
+  bool classed = signed_ok && frame->generic &&
+                 stax_vm_jit_class_signature(ctx, plan, frame->class_sig,
+                                                          &class_count, &class_hash);
   pthread_mutex_lock(&cache->lock);
   if (!signed_ok) {
     seg->stats.misses++;
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;
   }
+  int32_t threshold = ctx->options.jit_threshold > 0 ? ctx->options.jit_threshold : 2;
+  /* The class version first: the first compile of a segment is its generic version, and
+   * while it compiles no exact one is asked for. */
+  jit_version* cls = classed ? jit_version_track(ctx, s, seg, class_hash, frame->class_sig,
+                                                 class_count, true)
+                             : NULL;
+  if (cls && cls->state == VERSION_COUNTING && ++cls->seen >= (uint32_t)threshold) {
+    jit_request(ctx, cache, s, cls, NULL);
+    cls = jit_version_find(seg, class_hash, frame->class_sig, class_count); /* may move */
+  }
+  bool class_ready = cls && cls->state == VERSION_READY && cls->kernels;
+  /* Exact versions only for what the class version lacks, once it has finished: groups
+   * that cannot be rows-generic (attention over S x S, Conv) or a segment without open
+   * dims. */
+  bool class_lacks = false;
+  if (class_ready && cls->complete)
+    for (int32_t g = 0; g < plan->group_count && !class_lacks; g++)
+      class_lacks = plan->groups[g].lowerable && !cls->kernels[g];
+  bool exact_wanted = !cls || cls->state == VERSION_FAILED || (cls->complete && class_lacks);
   jit_version* ver = jit_version_find(seg, hash, frame->sig, sig_count);
-  if (!ver && jit_grow((void**)&seg->versions, &seg->version_capacity, seg->version_count + 1,
-                       sizeof(jit_version))) {
-    int64_t* copy = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
-    if (copy) {
-      memcpy(copy, frame->sig, (size_t)sig_count * sizeof(int64_t));
-      ver = &seg->versions[seg->version_count++];
-      *ver = (jit_version){.hash = hash, .sig_count = sig_count, .sig = copy};
-      seg->stats.signatures = seg->version_count;
-      if (stax_log_enabled(STAX_LOG_JIT)) jit_log_signature(ctx, s, plan, hash);
-    }
+  if (!ver && (exact_wanted || !cls))
+    ver = jit_version_track(ctx, s, seg, hash, frame->sig, sig_count, false);
+  if (ver) ver->last_use = ++cache->clock;
+  if (ver && exact_wanted && ver->state == VERSION_COUNTING && ++ver->seen >= (uint32_t)threshold) {
+    bool* skip = class_ready ? calloc((size_t)plan->group_count, sizeof(bool)) : NULL;
+    for (int32_t g = 0; skip && g < plan->group_count; g++) skip[g] = cls->kernels[g] != NULL;
+    jit_request(ctx, cache, s, ver, skip);
+    free(skip);
+    ver = jit_version_find(seg, hash, frame->sig, sig_count);
+    cls = classed ? jit_version_find(seg, class_hash, frame->class_sig, class_count) : NULL;
   }
-  if (!ver) {
-    seg->stats.misses++;
-    pthread_mutex_unlock(&cache->lock);
-    return STAX_OK;
-  }
-  ver->last_use = ++cache->clock;
-  if (ver->state == VERSION_COUNTING) {
-    int32_t threshold = ctx->options.jit_threshold > 0 ? ctx->options.jit_threshold : 2;
-    if (++ver->seen >= (uint32_t)threshold) {
-      jit_request(ctx, cache, s, ver);
-      ver = jit_version_find(seg, hash, frame->sig, sig_count); /* may have moved */
-    }
-  }
-  if (!ver || ver->state != VERSION_READY) {
+  bool exact_ready = ver && ver->state == VERSION_READY && ver->kernels;
+  class_ready = cls && cls->state == VERSION_READY && cls->kernels;
+  int32_t groups = plan->group_count;
+  if ((!exact_ready && !class_ready) ||
+      !jit_grow((void**)&frame->kernels, &frame->kernels_capacity, groups, sizeof(*frame->kernels))) {
     seg->stats.misses++;
     jit_enforce_caps(seg, cache->max_versions);
     seg->stats.signatures = seg->version_count;
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;
   }
-  /* Hit: hold the kernels for this call so an eviction meanwhile cannot free them. */
-  int32_t groups = plan->group_count;
-  if (!jit_grow((void**)&frame->kernels, &frame->kernels_capacity, groups, sizeof(*frame->kernels))) {
+  /* Hit: per group the exact kernel, else the class one, else interpreted; held for this
+   * call so an eviction meanwhile cannot free them. */
+  int32_t have = 0;
+  for (int32_t g = 0; g < groups; g++) {
+    stax_jit_kernel_t* k = exact_ready ? ver->kernels[g] : NULL;
+    if (!k && class_ready) k = cls->kernels[g];
+    frame->kernels[g] = k;
+    if (k) {
+      stax_jit_kernel_retain(k);
+      have++;
+    }
+  }
+  if (have == 0) {
     seg->stats.misses++;
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;
   }
-  for (int32_t g = 0; g < groups; g++) {
-    frame->kernels[g] = ver->kernels[g];
-    if (frame->kernels[g]) stax_jit_kernel_retain(frame->kernels[g]);
-  }
+  if (cls) cls->last_use = ++cache->clock;
   seg->stats.hits++;
   pthread_mutex_unlock(&cache->lock);
   frame->pending_segment = s;
@@ -1124,6 +1236,16 @@ stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {
       frame->verify
           ? stax_vm_jit_verify_segment(ctx, s, frame->pending_hash, plan, frame->kernels, &ran)
           : stax_vm_jit_run_kernels(ctx, plan, frame->kernels, true, &ran);
+  if (status == STAX_OK && ran) {
+    jit_cache* cache = frame->cache;
+    frame->run_kernels += (uint64_t)frame->last_kernels_ran;
+    pthread_mutex_lock(&cache->lock);
+    if (frame->last_kernels_ran >= plan->lowerable_count)
+      cache->segments[s].stats.full_hits++;
+    else
+      cache->segments[s].stats.partial_hits++;
+    pthread_mutex_unlock(&cache->lock);
+  }
   if (status == STAX_OK && !ran) {
     /* A kernel refused its arguments: a view between groups got another layout than
      * predicted. It would on every call with this signature, so the version is dropped and
@@ -1147,4 +1269,26 @@ stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {
   }
   jit_release_pending(frame);
   return status;
+}
+
+/* ---- per-call statistics -------------------------------------------------------------------- */
+
+void stax_vm_jit_run_begin(stax_context_t* ctx) {
+  jit_frame* frame = ctx->jit;
+  if (!frame) return;
+  frame->run_groups = frame->run_kernels = 0;
+}
+
+void stax_vm_jit_run_end(stax_context_t* ctx) {
+  jit_frame* frame = ctx->jit;
+  if (!frame) return;
+  jit_cache* cache = frame->cache;
+  pthread_mutex_lock(&cache->lock);
+  if (frame->run_kernels == 0)
+    cache->calls_interpreted++;
+  else if (frame->run_kernels >= frame->run_groups)
+    cache->calls_compiled++;
+  else
+    cache->calls_partial++;
+  pthread_mutex_unlock(&cache->lock);
 }

@@ -32,6 +32,10 @@ STAX_MUST_USE stax_status_t stax_vm_jit_segment_call(struct stax_context_s* ctx,
 
 /* Frees the program's cache (joins the background compiler). */
 void stax_vm_jit_cache_destroy(struct stax_program_s* program);
+/* Around each stax_context_run: classify the call (every lowerable group ran a kernel,
+ * some did, none did) in the program's statistics. No-ops without the JIT. */
+void stax_vm_jit_run_begin(struct stax_context_s* ctx);
+void stax_vm_jit_run_end(struct stax_context_s* ctx);
 
 /* For `stax source`: make later compiles keep their LLVM IR and assembly, then print every
  * compiled kernel's text (run the program in sync mode in between). */

@@ -20,6 +20,9 @@ enum { VERSION_COUNTING = 0, VERSION_QUEUED, VERSION_READY, VERSION_FAILED };
 /* Words per external input in a signature: a header (dtype, rank, alignment, constant),
  * then rank dims and rank strides. */
 #define JIT_SIG_WORDS_PER_INPUT (1 + 2 * STAX_MAX_RANK)
+/* The first word of a class signature (no exact signature starts with it: their first word
+ * is a dtype/rank header, >= 0). */
+#define JIT_CLASS_MARK (INT64_MIN + 7)
 
 typedef struct jit_group_plan {
   int32_t value_count;
@@ -30,6 +33,10 @@ typedef struct jit_group_plan {
   int32_t input_count, output_count;
   int32_t* inputs;  /* value indices, kernel argument order */
   int32_t* outputs;
+  /* Whether some lowering may compile it: not an op without lowering kept alone, not dead
+   * shape arithmetic. The statistics count a call as fully compiled when every such group
+   * ran a kernel. */
+  bool lowerable;
 } jit_group_plan;
 
 typedef struct jit_plan {
@@ -55,8 +62,13 @@ typedef struct jit_plan {
   int32_t* post_after;
   int32_t group_count;
   jit_group_plan* groups;
+  int32_t lowerable_count; /* groups with `lowerable` */
 } jit_plan;
 
+/* A version is exact (keyed by the full signature: every dim and stride) or generic (keyed
+ * by the class signature, stax_vm_jit_class_signature: one per shape class, its kernels
+ * rows-generic). A call uses the exact version's kernel for a group where it has one, else
+ * the class version's, else interprets the group. */
 typedef struct jit_version {
   uint64_t hash;
   int32_t sig_count;
@@ -64,6 +76,9 @@ typedef struct jit_version {
   int32_t state;
   uint32_t seen;
   uint64_t last_use;
+  bool generic;
+  bool complete;     /* its compile has finished (every group tried) */
+  double compile_ms; /* of its compile */
   stax_jit_kernel_t** kernels; /* group_count, VERSION_READY */
 } jit_version;
 
@@ -80,11 +95,14 @@ typedef struct jit_desc {
   stax_jit_value_t* values;
   stax_jit_node_t* nodes;
   int32_t* indices;
-  char name[32]; /* "seg<S>_g<G>": names the kernel in logs and `stax source` */
+  bool skip;     /* not compiled in this version (the class version has it, or it cannot be
+                    rows-generic) */
+  char name[32]; /* "seg<S>_g<G>" (exact) or "seg<S>_g<G>_rows" (generic) */
 } jit_desc;
 
 typedef struct jit_job {
   struct jit_job* next;
+  bool generic;
   int32_t segment;
   uint64_t hash;
   int32_t sig_count;
@@ -105,6 +123,8 @@ typedef struct stax_vm_jit_cache_s {
   bool thread_started, stop;
   bool keep_texts; /* `stax source`: compiles keep LLVM IR and assembly */
   int32_t busy;
+  /* Calls (stax_context_run) by how they ran: every lowerable group a kernel, some, none. */
+  uint64_t calls_compiled, calls_partial, calls_interpreted;
   pthread_t thread;
   jit_job* head;
   jit_job* tail;
@@ -123,9 +143,30 @@ typedef struct stax_vm_jit_frame_s {
   int32_t pending_groups;
   int32_t pending_sig_count; /* its signature words are still in sig[] */
   uint64_t pending_hash;
+  /* The class signature of the last guard (for the call's bookkeeping). */
+  int64_t* class_sig;
+  int32_t class_sig_capacity;
+  /* This run's lowerable groups entered and those that ran a kernel (per-call statistics). */
+  uint64_t run_groups, run_kernels;
+  int32_t last_kernels_ran; /* by the latest stax_vm_jit_run_kernels */
   bool verify;
+  bool generic; /* shape-generic versions on (options.jit_generic / STAX_JIT_GENERIC) */
   double tolerance;
 } jit_frame;
+
+/* Shape classes (jit_tier_class.c). */
+/* 1 + the index of the register's last dim that is not a model constant (0: all fixed). */
+int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg);
+/* The class signature of the live inputs (JIT_CLASS_MARK, then per input its header, its
+ * fixed dims, -1 for open ones, and its layout); false when no input has an open dim or an
+ * input is empty or misaligned. sig needs 1 + ext_count * JIT_SIG_WORDS_PER_INPUT words. */
+bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
+                                 int32_t* out_count, uint64_t* out_hash);
+/* Rewrites group description d (built from live shapes) into a rows-generic one; false
+ * when the group has no rows space, two different ones, or lead dims that do not walk as
+ * rows (the group is then left to exact versions). */
+bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_group_plan* gp,
+                                   jit_desc* d);
 
 /* The program's cache, created on first use (NULL when out of memory). */
 jit_cache* stax_vm_jit_cache_get(stax_program_t* program);

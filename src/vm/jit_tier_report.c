@@ -102,6 +102,57 @@ stax_status_t stax_program_jit_stats(const stax_program_t* program, int32_t segm
   return STAX_OK;
 }
 
+stax_status_t stax_program_jit_call_stats(const stax_program_t* program,
+                                          stax_jit_call_stats_t* out_stats) {
+  if (!program || !out_stats)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_program_jit_call_stats: NULL argument");
+  memset(out_stats, 0, sizeof(*out_stats));
+  jit_cache* cache = atomic_load(&((stax_program_t*)program)->jit_cache);
+  if (!cache) return STAX_OK;
+  pthread_mutex_lock(&cache->lock);
+  out_stats->compiled = cache->calls_compiled;
+  out_stats->partial = cache->calls_partial;
+  out_stats->interpreted = cache->calls_interpreted;
+  pthread_mutex_unlock(&cache->lock);
+  return STAX_OK;
+}
+
+static const char* version_state_name(int32_t state) {
+  switch (state) {
+    case VERSION_COUNTING: return "counting";
+    case VERSION_QUEUED: return "compiling";
+    case VERSION_READY: return "ready";
+    default: return "failed";
+  }
+}
+
+/* The compiled (or compiling, or failed) versions of a segment: kind, state, compile time and
+ * how many of its groups have a kernel. */
+static void print_versions_json(const stax_program_t* program, int32_t s, FILE* out) {
+  jit_cache* cache = atomic_load(&((stax_program_t*)program)->jit_cache);
+  fprintf(out, "[");
+  if (!cache) {
+    fprintf(out, "]");
+    return;
+  }
+  pthread_mutex_lock(&cache->lock);
+  jit_segment* seg = &cache->segments[s];
+  int32_t printed = 0;
+  for (int32_t v = 0; v < seg->version_count; v++) {
+    const jit_version* ver = &seg->versions[v];
+    if (ver->state == VERSION_COUNTING) continue;
+    int32_t kernels = 0;
+    for (int32_t g = 0; ver->kernels && g < seg->plan.group_count; g++) kernels += ver->kernels[g] != NULL;
+    fprintf(out,
+            "%s{\"kind\": \"%s\", \"state\": \"%s\", \"compile_ms\": %.3f, \"kernels\": %d, "
+            "\"groups\": %d}",
+            printed++ ? ", " : "", ver->generic ? "generic" : "exact",
+            version_state_name(ver->state), ver->compile_ms, kernels, seg->plan.group_count);
+  }
+  pthread_mutex_unlock(&cache->lock);
+  fprintf(out, "]");
+}
+
 stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out) {
   stax_jit_segment_stats_t total = {0};
   fprintf(out, "{\n  \"segments\": [");
@@ -109,30 +160,54 @@ stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* o
     stax_jit_segment_stats_t st;
     STAX_RETURN_IF_ERROR(stax_program_jit_stats(program, s, &st));
     fprintf(out,
-            "%s\n    {\"segment\": %d, \"entries\": %llu, \"hits\": %llu, \"misses\": %llu, "
+            "%s\n    {\"segment\": %d, \"entries\": %llu, \"hits\": %llu, \"full_hits\": %llu, "
+            "\"partial_hits\": %llu, \"misses\": %llu, "
             "\"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
-            "\"compile_ms\": %.3f, \"versions\": %d, \"signatures\": %d}",
+            "\"compile_ms\": %.3f, \"versions\": %d, \"generic_versions\": %d, "
+            "\"exact_versions\": %d, \"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f, "
+            "\"signatures\": %d, \"version_list\": ",
             s ? "," : "", s, (unsigned long long)st.entries, (unsigned long long)st.hits,
+            (unsigned long long)st.full_hits, (unsigned long long)st.partial_hits,
             (unsigned long long)st.misses, (unsigned long long)st.compiles,
             (unsigned long long)st.failures, (unsigned long long)st.evictions, st.compile_ms,
-            st.versions, st.signatures);
+            st.versions, st.generic_versions, st.exact_versions, st.generic_compile_ms,
+            st.exact_compile_ms, st.signatures);
+    print_versions_json(program, s, out);
+    fprintf(out, "}");
     total.entries += st.entries;
     total.hits += st.hits;
+    total.full_hits += st.full_hits;
+    total.partial_hits += st.partial_hits;
     total.misses += st.misses;
     total.compiles += st.compiles;
     total.failures += st.failures;
     total.evictions += st.evictions;
     total.compile_ms += st.compile_ms;
+    total.generic_versions += st.generic_versions;
+    total.exact_versions += st.exact_versions;
+    total.generic_compile_ms += st.generic_compile_ms;
+    total.exact_compile_ms += st.exact_compile_ms;
   }
+  stax_jit_call_stats_t calls;
+  STAX_RETURN_IF_ERROR(stax_program_jit_call_stats(program, &calls));
+  /* hit_rate counts only fully compiled entries: a partly compiled one interprets some of
+   * its groups. */
   fprintf(out,
-          "\n  ],\n  \"total\": {\"entries\": %llu, \"hits\": %llu, \"misses\": %llu, "
+          "\n  ],\n  \"total\": {\"entries\": %llu, \"hits\": %llu, \"full_hits\": %llu, "
+          "\"partial_hits\": %llu, \"misses\": %llu, "
           "\"hit_rate\": %.4f, \"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
-          "\"compile_ms\": %.3f}\n}\n",
+          "\"compile_ms\": %.3f, \"generic_versions\": %d, \"exact_versions\": %d, "
+          "\"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f},\n"
+          "  \"calls\": {\"compiled\": %llu, \"partial\": %llu, \"interpreted\": %llu}\n}\n",
           (unsigned long long)total.entries, (unsigned long long)total.hits,
+          (unsigned long long)total.full_hits, (unsigned long long)total.partial_hits,
           (unsigned long long)total.misses,
-          total.entries ? (double)total.hits / (double)total.entries : 0.0,
+          total.entries ? (double)total.full_hits / (double)total.entries : 0.0,
           (unsigned long long)total.compiles, (unsigned long long)total.failures,
-          (unsigned long long)total.evictions, total.compile_ms);
+          (unsigned long long)total.evictions, total.compile_ms, total.generic_versions,
+          total.exact_versions, total.generic_compile_ms, total.exact_compile_ms,
+          (unsigned long long)calls.compiled, (unsigned long long)calls.partial,
+          (unsigned long long)calls.interpreted);
   return STAX_OK;
 }
 
@@ -158,6 +233,8 @@ stax_status_t stax_vm_jit_print_sources(stax_program_t* program, bool assembly, 
       if (ver->state == VERSION_FAILED)
         fprintf(out, "; segment %d: not compiled (the backend refused it; STAX_LOG=jit says why)\n", s);
       if (ver->state != VERSION_READY) continue;
+      fprintf(out, "; ==== segment %d: %s version ====\n", s,
+              ver->generic ? "shape-generic (rows-generic kernels)" : "exact-shape");
       for (int32_t g = 0; g < seg->plan.group_count; g++) {
         if (!ver->kernels[g]) {
           fprintf(out, "; ---- segment %d, group %d of %d: interpreted (not fusible) ----\n", s,

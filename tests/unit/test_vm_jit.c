@@ -7,21 +7,9 @@
 #include <stdlib.h>
 
 #include "jit/jit.h"
-#include "test_vm_util.h"
+#include "test_vm_jit_util.h"
 
 /* ---- programs -------------------------------------------------------------------------------- */
-
-static stax_graph_t* new_graph(void) {
-  stax_graph_t* g = NULL;
-  CHECK_OK(stax_graph_create(vm_alloc(), &g));
-  return g;
-}
-
-static stax_program_t* finish(stax_graph_t* g) {
-  stax_program_t* program = vm_compile(g);
-  stax_graph_destroy(g);
-  return program;
-}
 
 /* Elementwise chain over broadcasting: Sigmoid(Relu(x[B, S] * y[S] + c)) - Tanh(x). */
 static stax_program_t* build_elementwise(void) {
@@ -138,66 +126,20 @@ static stax_program_t* build(kind_t kind) {
   }
 }
 
+/* Shape-generic versions for the contexts jit_context makes (tests of the exact-shape policy
+ * turn them off). */
+static stax_jit_generic_t g_generic = STAX_JIT_GENERIC_DEFAULT;
+
 static stax_context_t* jit_context(stax_program_t* program, stax_jit_mode_t mode,
                                    int32_t threshold, int32_t versions) {
   stax_context_options_t options = {.jit = mode, .jit_threshold = threshold,
-                                    .jit_max_versions = versions};
+                                    .jit_max_versions = versions, .jit_generic = g_generic};
   stax_context_t* context = NULL;
   CHECK_OK(stax_context_create(vm_alloc(), program, &options, &context));
   return context;
 }
 
-/* Runs both contexts on the same inputs; true when every output agrees. */
-static bool run_both(stax_context_t* jit, stax_context_t* interp, int32_t n_in,
-                     stax_tensor_t** in, int32_t n_out) {
-  stax_tensor_t* a[4] = {0};
-  stax_tensor_t* b[4] = {0};
-  bool same = true;
-  stax_status_t sa = stax_context_run(jit, n_in, in, n_out, a);
-  stax_status_t sb = stax_context_run(interp, n_in, in, n_out, b);
-  CHECK_OK(sa);
-  CHECK_OK(sb);
-  for (int32_t o = 0; o < n_out && a[o] && b[o]; o++) {
-    int64_t n = stax_tensor_element_count(b[o]);
-    same = same && stax_tensor_element_count(a[o]) == n;
-    for (int64_t i = 0; same && i < n; i++) {
-      float x = vm_f32_at(a[o], i), y = vm_f32_at(b[o], i);
-      if (!(fabsf(x - y) <= 1e-4f * (1.0f + fabsf(y)))) {
-        fprintf(stderr, "output %d element %lld: jit %g, interpreter %g\n", o, (long long)i, x, y);
-        same = false;
-      }
-    }
-  }
-  for (int32_t o = 0; o < n_out; o++) {
-    if (a[o]) stax_tensor_release(a[o]);
-    if (b[o]) stax_tensor_release(b[o]);
-  }
-  return same;
-}
 
-static bool have_backend(void) {
-  stax_jit_backend_t* backend = NULL;
-  stax_status_t status = stax_jit_backend_get(&backend);
-  if (!status) return true;
-  fprintf(stderr, "skipped: no JIT backend (%s)\n", stax_status_message(status));
-  stax_status_free(status);
-  return false;
-}
-
-static void total_stats(const stax_program_t* program, stax_jit_segment_stats_t* total) {
-  memset(total, 0, sizeof(*total));
-  for (int32_t s = 0; s < stax_program_segment_count(program); s++) {
-    stax_jit_segment_stats_t st;
-    CHECK_OK(stax_program_jit_stats(program, s, &st));
-    total->entries += st.entries;
-    total->hits += st.hits;
-    total->misses += st.misses;
-    total->compiles += st.compiles;
-    total->failures += st.failures;
-    total->evictions += st.evictions;
-    total->versions += st.versions;
-  }
-}
 
 /* ---- cases ----------------------------------------------------------------------------------- */
 
@@ -360,6 +302,7 @@ static void test_views_between_groups_background(void) {
  * outlive the program (live_kernels returns to where it was). */
 static void test_eviction(void) {
   if (!have_backend()) return;
+  g_generic = STAX_JIT_GENERIC_OFF; /* exact versions, one per shape */
   uint64_t live_before = stax_jit_stats().live_kernels;
   stax_program_t* program = build(KIND_EW);
   stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 1);
@@ -383,6 +326,7 @@ static void test_eviction(void) {
   stax_context_destroy(interp);
   stax_program_release(program);
   CHECK_EQ_INT((int)(stax_jit_stats().live_kernels - live_before), 0);
+  g_generic = STAX_JIT_GENERIC_DEFAULT;
 }
 
 /* A segment holding a group the backend refuses (Concat) and one it compiles (an elementwise
@@ -439,7 +383,9 @@ static void test_compile_failure(void) {
   CHECK_EQ_INT(mismatches, 0);
   stax_jit_segment_stats_t total;
   total_stats(program, &total);
-  CHECK_EQ_INT((int)total.failures, 2);
+  /* The class version fails first, then one exact version per shape (the class version
+   * lacks every group). */
+  CHECK_EQ_INT((int)total.failures, 3);
   CHECK_EQ_INT((int)total.hits, 0);
   CHECK_EQ_INT((int)total.compiles, 0);
   stax_context_destroy(jit);
@@ -533,8 +479,10 @@ static void* thread_main(void* p) {
   return NULL;
 }
 
+/* Exact-shape versions only: every shape compiles, a cap of 1 evicts while others run. */
 static void test_threads_background(void) {
   if (!have_backend()) return;
+  g_generic = STAX_JIT_GENERIC_OFF;
   stax_program_t* program = build(KIND_MM);
   pthread_t threads[4];
   thread_arg_t args[4];
@@ -554,6 +502,7 @@ static void test_threads_background(void) {
   CHECK(total.versions <= 1);
   CHECK_EQ_INT((int)total.entries, 160);
   stax_program_release(program);
+  g_generic = STAX_JIT_GENERIC_DEFAULT;
 }
 
 /* The JSON statistics name every segment and the totals. */
@@ -578,8 +527,7 @@ static void test_stats_json(void) {
 /* An op with no JIT lowering (MaxPool) between two elementwise ops is kept in a group of its
  * own: the groups before and after it still compile (two kernels per version), the MaxPool
  * is interpreted between them, and the results match the interpreter. */
-static void test_unsupported_op_alone(void) {
-  if (!have_backend()) return;
+static void unsupported_op_alone_run(void) {
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 8), vm_const(g, 3), vm_symbol(g, "H", 2, 64),
                                vm_symbol(g, "W", 2, 64)};
@@ -603,10 +551,19 @@ static void test_unsupported_op_alone(void) {
     stax_tensor_release(in[0]);
   }
   CHECK_EQ_INT(mismatches, 0);
-  CHECK_EQ_INT((int)(stax_jit_stats().compiled - compiled_before), 4); /* 2 shapes x 2 kernels */
   stax_jit_segment_stats_t total;
   total_stats(program, &total);
-  CHECK_EQ_INT(total.compiles, 2);
+  if (g_generic == STAX_JIT_GENERIC_OFF) {
+    CHECK_EQ_INT((int)(stax_jit_stats().compiled - compiled_before), 4); /* 2 shapes x 2 */
+    CHECK_EQ_INT(total.compiles, 2);
+  } else {
+    /* One shape-generic version serves both shapes: 2 kernels, compiled once. */
+    CHECK_EQ_INT((int)(stax_jit_stats().compiled - compiled_before), 2);
+    CHECK_EQ_INT(total.compiles, 1);
+    CHECK_EQ_INT(total.generic_versions, 1);
+    CHECK_EQ_INT(total.exact_versions, 0);
+    CHECK_EQ_INT(total.full_hits, 6); /* the MaxPool has no lowering: not counted against */
+  }
   CHECK_EQ_INT(total.failures, 0);
   CHECK_EQ_INT(total.hits, 6);
   stax_context_destroy(jit);
@@ -619,8 +576,7 @@ static void test_unsupported_op_alone(void) {
  * The second kernel refuses its argument at run time: that call interprets the segment, the
  * version is dropped (a failure, not retried) and later calls interpret; every result
  * matches the interpreter and no kernel outlives the program. */
-static void test_view_misprediction(void) {
-  if (!have_backend()) return;
+static void view_misprediction_run(void) {
   uint64_t live_before = stax_jit_stats().live_kernels;
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[3] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 2, 64), vm_const(g, 8)};
@@ -647,15 +603,44 @@ static void test_view_misprediction(void) {
   CHECK_EQ_INT(mismatches, 0);
   stax_jit_segment_stats_t total;
   total_stats(program, &total);
-  CHECK_EQ_INT(total.compiles, 2);  /* one per signature, never retried */
-  CHECK_EQ_INT(total.failures, 2);  /* both dropped at their first run */
-  CHECK_EQ_INT(total.versions, 0);
-  CHECK_EQ_INT(total.hits, 2);      /* the calls that found the kernels, then interpreted */
-  CHECK_EQ_INT(total.misses, 10);
+  if (g_generic == STAX_JIT_GENERIC_OFF) {
+    CHECK_EQ_INT(total.compiles, 2); /* one per signature, never retried */
+    CHECK_EQ_INT(total.failures, 2); /* both dropped at their first run */
+    CHECK_EQ_INT(total.versions, 0);
+    CHECK_EQ_INT(total.hits, 2);     /* the calls that found the kernels, then interpreted */
+    CHECK_EQ_INT(total.misses, 10);
+  } else {
+    /* The shape-generic version's second kernel declines the strided view on every call:
+     * that group alone is interpreted, the first keeps running compiled, and the version
+     * stays (a rows-generic kernel declining is not a misprediction of the class). */
+    CHECK_EQ_INT(total.compiles, 1);
+    CHECK_EQ_INT(total.failures, 0);
+    CHECK_EQ_INT(total.versions, 1);
+    CHECK_EQ_INT(total.hits, 12);
+    CHECK_EQ_INT(total.partial_hits, 12);
+    CHECK_EQ_INT(total.misses, 0);
+  }
   stax_context_destroy(jit);
   stax_context_destroy(interp);
   stax_program_release(program);
   CHECK_EQ_INT((int)(stax_jit_stats().live_kernels - live_before), 0);
+}
+
+/* Both policies: exact-shape versions only, and shape-generic first (the default). */
+static void test_unsupported_op_alone(void) {
+  if (!have_backend()) return;
+  g_generic = STAX_JIT_GENERIC_OFF;
+  unsupported_op_alone_run();
+  g_generic = STAX_JIT_GENERIC_DEFAULT;
+  unsupported_op_alone_run();
+}
+
+static void test_view_misprediction(void) {
+  if (!have_backend()) return;
+  g_generic = STAX_JIT_GENERIC_OFF;
+  view_misprediction_run();
+  g_generic = STAX_JIT_GENERIC_DEFAULT;
+  view_misprediction_run();
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),

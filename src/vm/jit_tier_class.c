@@ -1,0 +1,134 @@
+/* Shape classes for the JIT tier: which dims of a register the model leaves open (its
+ * "lead": every dim up to the last one that is not a constant in the model), the class
+ * signature that keys a segment's shape-generic version (the open dims left out, their
+ * layout kept), and the rewrite of a group description into a rows-generic one (rows values
+ * [lead..., tail...] become [R, tail...], R = the product of the lead dims; jit.h,
+ * stax_jit_group_t.rows_generic). See docs/jit.md, "Shape classes". */
+#include <string.h>
+
+#include "base/hash_map.h"
+#include "runtime/tensor_internal.h"
+#include "vm/jit_tier_internal.h"
+
+int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg) {
+  const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  int32_t lead = 0;
+  for (int32_t d = 0; d < desc->rank; d++)
+    if (program->dims[desc->dims_first + d].kind != STAX_VM_DIM_CONSTANT) lead = d + 1;
+  return lead;
+}
+
+/* True when dims [0, lead) walk as one row dim: each dim of extent > 1 strides over the
+ * next-inner one of extent > 1 (what stax_jit_kernel_run accepts). *out_row_stride: the
+ * stride of the innermost lead dim of extent > 1 (or of dim lead - 1 when none is). */
+static bool lead_merges(int32_t lead, const int64_t* dims, const int64_t* strides,
+                        int64_t* out_row_stride) {
+  int64_t inner = 0;
+  bool have_inner = false;
+  for (int32_t d = lead - 1; d >= 0; d--) {
+    if (dims[d] <= 1) continue;
+    if (have_inner && strides[d] != inner) return false;
+    if (!have_inner) *out_row_stride = strides[d];
+    have_inner = true;
+    inner = strides[d] * dims[d];
+  }
+  if (!have_inner) *out_row_stride = strides[lead - 1];
+  return true;
+}
+
+bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
+                                 int32_t* out_count, uint64_t* out_hash) {
+  const stax_program_t* program = ctx->program;
+  int32_t n = 0;
+  bool any_open = false;
+  sig[n++] = JIT_CLASS_MARK;
+  for (int32_t e = 0; e < plan->ext_count; e++) {
+    int32_t reg = plan->ext_regs[e];
+    const stax_tensor_t* t = ctx->registers[reg];
+    if (!t) return false;
+    size_t element = stax_dtype_size(t->dtype);
+    if (element > 1 && (uintptr_t)stax_tensor_data(t) % element != 0) return false;
+    bool constant = (program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) != 0;
+    sig[n++] = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)constant << 17;
+    int32_t lead = stax_vm_jit_register_lead(program, reg);
+    if (lead > t->rank) lead = t->rank;
+    any_open |= lead > 0;
+    /* Open dims are left out (one word that says so); fixed ones are kept. */
+    for (int32_t d = 0; d < t->rank; d++) sig[n++] = d < lead ? -1 : t->dims[d];
+    /* Strides: the fixed dims' as they are; the lead's as "walks as rows with row stride
+     * s" (or not), which is what a rows-generic kernel checks. */
+    int64_t row_stride = 0;
+    bool merges = lead > 0 && lead_merges(lead, t->dims, t->strides, &row_stride);
+    for (int32_t d = 0; d < t->rank; d++) {
+      if (d >= lead)
+        sig[n++] = t->strides[d];
+      else if (d == lead - 1)
+        sig[n++] = merges ? row_stride : INT64_MIN;
+      else
+        sig[n++] = merges ? -2 : INT64_MIN + 1;
+    }
+  }
+  if (!any_open) return false; /* every dim fixed: the exact signature says it all */
+  uint64_t hash = 0xc1a55u;
+  for (int32_t i = 0; i < n; i++) hash = stax_hash_combine(hash, (uint64_t)sig[i]);
+  *out_count = n;
+  *out_hash = hash;
+  return true;
+}
+
+/* Whether two registers' lead dims are the same expressions of the model's symbols. */
+static bool same_lead(const stax_program_t* program, int32_t reg_a, int32_t reg_b, int32_t lead) {
+  const stax_vm_descriptor_t* a = &program->descriptors[program->registers[reg_a].descriptor];
+  const stax_vm_descriptor_t* b = &program->descriptors[program->registers[reg_b].descriptor];
+  for (int32_t d = 0; d < lead; d++) {
+    const stax_vm_dim_t* x = &program->dims[a->dims_first + d];
+    const stax_vm_dim_t* y = &program->dims[b->dims_first + d];
+    if (x->kind != y->kind) return false;
+    if (x->kind == STAX_VM_DIM_CONSTANT) {
+      if (x->value != y->value) return false;
+    } else if (strcmp(stax_vm_program_string(program, program->dim_codes[x->code].text),
+                      stax_vm_program_string(program, program->dim_codes[y->code].text)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_group_plan* gp,
+                                   jit_desc* d) {
+  int32_t lead = 0, first = -1;
+  for (int32_t v = 0; v < gp->value_count; v++) {
+    int32_t l = stax_vm_jit_register_lead(program, gp->value_regs[v]);
+    if (l == 0) continue;
+    if (first < 0) {
+      first = v;
+      lead = l;
+    } else if (l != lead || !same_lead(program, gp->value_regs[first], gp->value_regs[v], lead)) {
+      return false; /* two different row spaces */
+    }
+  }
+  if (first < 0) return false;
+  for (int32_t v = 0; v < gp->value_count; v++) {
+    stax_jit_value_t* value = &d->values[v];
+    if (stax_vm_jit_register_lead(program, gp->value_regs[v]) == 0) continue;
+    if (value->rank < lead) return false;
+    int64_t row_stride = 0;
+    if (!lead_merges(lead, value->dims, value->strides, &row_stride)) return false;
+    int64_t rows = 1;
+    for (int32_t k = 0; k < lead; k++) rows *= value->dims[k];
+    int32_t tail = value->rank - lead;
+    int64_t dims[STAX_MAX_RANK], strides[STAX_MAX_RANK];
+    dims[0] = rows;
+    strides[0] = row_stride;
+    for (int32_t k = 0; k < tail; k++) {
+      dims[1 + k] = value->dims[lead + k];
+      strides[1 + k] = value->strides[lead + k];
+    }
+    value->rank = 1 + tail;
+    memcpy(value->dims, dims, sizeof(int64_t) * (size_t)value->rank);
+    memcpy(value->strides, strides, sizeof(int64_t) * (size_t)value->rank);
+    value->rows = true;
+  }
+  d->group.rows_generic = true;
+  return true;
+}
