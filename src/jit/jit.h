@@ -126,6 +126,10 @@ typedef struct stax_jit_compile_options_t {
   /* Test hook: make the backend fail as if LLVM had (INTERNAL). The environment variable
    * STAX_JIT_FAIL_COMPILE=1 does the same for every compile. */
   bool inject_failure;
+  /* Only load the kernel from the on-disk object cache (object_cache.h): FAILED_PRECONDITION
+   * when it is not there, with nothing compiled (the VM tier probes so before queueing a
+   * background compile, so a new process starts compiled when its kernels are cached). */
+  bool cache_only;
 } stax_jit_compile_options_t;
 
 typedef struct stax_jit_kernel_s stax_jit_kernel_t;

@@ -327,6 +327,11 @@ static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* 
     LLVMOrcReleaseResourceTracker(tracker);
     tracker = NULL;
   }
+  if (options && options->cache_only) {
+    status = stax_status_make(STAX_FAILED_PRECONDITION, "kernel '%s' is not in the object cache",
+                              kernel->name);
+    goto fail;
+  }
   status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
   emitted = now_ms();
   if (status != STAX_OK) goto fail;

@@ -677,7 +677,7 @@ fail:
  * the interpreter: dead shape arithmetic, or not fusible while other groups may be. Runs
  * without the cache lock (compiles are slow; the backend serializes its own LLVM use). */
 static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_desc* descs,
-                                       int32_t count, int32_t g, bool keep_texts,
+                                       int32_t count, int32_t g, bool keep_texts, bool cache_only,
                                        stax_jit_kernel_t** out_kernel) {
   *out_kernel = NULL;
   /* Nothing it computes is used after it (dead shape arithmetic): interpreted. */
@@ -686,8 +686,11 @@ static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_de
     return count > 1 ? STAX_OK
                      : stax_status_make(STAX_UNIMPLEMENTED, "group %s is left to another version",
                                         descs[g].name);
-  stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts};
+  stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts,
+                                        .cache_only = cache_only};
   stax_status_t status = stax_jit_compile_group(backend, &descs[g].group, &options, out_kernel);
+  if (stax_status_code(status) == STAX_UNIMPLEMENTED && !descs[g].group.rows_generic)
+    ((jit_desc*)descs)[g].refused = true; /* the descs belong to the one compile running */
   if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
     /* Not fusible: this group is interpreted inside an otherwise compiled segment. */
     STAX_LOG(JIT, "group %s interpreted: %s", descs[g].name, stax_status_message(status));
@@ -698,15 +701,27 @@ static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_de
   return status;
 }
 
+/* Groups an exact-shape lowering refused will never have a kernel: they no longer count
+ * against "fully compiled". Under the lock. */
+static void jit_note_refused(jit_plan* plan, const jit_desc* descs, int32_t count) {
+  for (int32_t g = 0; g < count && g < plan->group_count; g++)
+    if (descs[g].refused && plan->groups[g].lowerable) {
+      plan->groups[g].lowerable = false;
+      plan->lowerable_count--;
+    }
+}
+
 /* Compiles every group of a version (sync mode); on any failure nothing is kept. */
+/* cache_only: load every kernel from the object cache or fail (FAILED_PRECONDITION) having
+ * compiled nothing. */
 static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep_texts,
-                                 stax_jit_kernel_t** kernels, double* out_ms) {
+                                 bool cache_only, stax_jit_kernel_t** kernels, double* out_ms) {
   double start = jit_now_ms();
   stax_jit_backend_t* backend = NULL;
   stax_status_t status = stax_jit_backend_get(&backend);
   int32_t compiled = 0;
   for (int32_t g = 0; g < count && !status; g++) {
-    status = jit_compile_group(backend, descs, count, g, keep_texts, &kernels[g]);
+    status = jit_compile_group(backend, descs, count, g, keep_texts, cache_only, &kernels[g]);
     if (!status && kernels[g]) compiled++;
   }
   if (!status && compiled == 0)
@@ -809,7 +824,8 @@ static void* jit_thread_main(void* arg) {
     bool alive = true;
     for (int32_t g = 0; g < job->group_count && !status && alive; g++) {
       stax_jit_kernel_t* kernel = NULL;
-      status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, &kernel);
+      status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, false,
+                                 &kernel);
       if (status && compiled > 0) {
         /* Later groups failing keeps what landed: this one is interpreted. */
         STAX_LOG(JIT, "group %s interpreted: %s", job->descs[g].name, stax_status_message(status));
@@ -845,6 +861,7 @@ static void* jit_thread_main(void* arg) {
       }
     }
     cache->busy--;
+    jit_note_refused(&seg->plan, job->descs, job->group_count);
     jit_job_free(job);
     if (!cache->head && !cache->busy) pthread_cond_broadcast(&cache->idle);
   }
@@ -925,6 +942,44 @@ void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
   ctx->jit = NULL;
 }
 
+/* Background mode: before queueing a compile, the version's kernels are looked up in the
+ * object cache (a few tenths of a millisecond each); when every one is there the version is
+ * ready now, so a new process whose shapes (or shape classes) an earlier one compiled runs
+ * compiled from its first call. true when it took over (descs freed). Under the lock,
+ * released meanwhile. */
+static bool jit_request_from_cache(jit_cache* cache, int32_t s, jit_version* ver,
+                                   jit_desc* descs) {
+  const jit_plan* plan = &cache->segments[s].plan;
+  int32_t group_count = plan->group_count, sig_count = ver->sig_count;
+  (void)plan;
+  uint64_t hash = ver->hash;
+  int64_t* sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
+  stax_jit_kernel_t** kernels = calloc((size_t)group_count, sizeof(*kernels));
+  if (!sig || !kernels) {
+    free(sig);
+    free(kernels);
+    return false;
+  }
+  memcpy(sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
+  double ms = 0;
+  pthread_mutex_unlock(&cache->lock);
+  stax_status_t status = jit_compile(descs, group_count, false, true, kernels, &ms);
+  pthread_mutex_lock(&cache->lock);
+  bool loaded = status == STAX_OK;
+  if (loaded) {
+    STAX_LOG(JIT, "segment %d: version %016llx loaded from the object cache in %.2f ms", s,
+             (unsigned long long)hash, ms);
+    jit_finish(cache, s, hash, sig, sig_count, kernels, STAX_OK, ms, cache->max_versions);
+    jit_note_refused(&cache->segments[s].plan, descs, group_count);
+    jit_desc_free(descs, group_count);
+  } else {
+    stax_status_free(status);
+    free(kernels); /* jit_compile released what it had */
+  }
+  free(sig);
+  return loaded;
+}
+
 /* Asks for a compile of (segment, signature): inline in sync mode, queued otherwise. A
  * generic version's groups are described rows-generic; skip (NULL or per group) leaves
  * groups out (an exact version skips what its class version has compiled). Called with the
@@ -953,7 +1008,7 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     bool keep_texts = cache->keep_texts;
     /* Unlocked while compiling: other contexts keep interpreting; ver may move. */
     pthread_mutex_unlock(&cache->lock);
-    status = sig && kernels ? jit_compile(descs, group_count, keep_texts, kernels, &ms)
+    status = sig && kernels ? jit_compile(descs, group_count, keep_texts, false, kernels, &ms)
                             : stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile");
     pthread_mutex_lock(&cache->lock);
     if (sig) {
@@ -966,9 +1021,11 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
       }
     }
     free(sig);
+    jit_note_refused(&cache->segments[s].plan, descs, group_count);
     jit_desc_free(descs, group_count);
     return;
   }
+  if (!cache->keep_texts && jit_request_from_cache(cache, s, ver, descs)) return;
   jit_job* job = calloc(1, sizeof(*job));
   if (job) job->sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
   if (!job || !job->sig) {
@@ -1155,7 +1212,9 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   jit_version* cls = classed ? jit_version_track(ctx, s, seg, class_hash, frame->class_sig,
                                                  class_count, true)
                              : NULL;
-  if (cls && cls->state == VERSION_COUNTING && ++cls->seen >= (uint32_t)threshold) {
+  /* On first sight: one compile serves the whole class, and with a warm object cache it
+   * is only a load, so the first call runs compiled. */
+  if (cls && cls->state == VERSION_COUNTING && ++cls->seen >= 1) {
     jit_request(ctx, cache, s, cls, NULL);
     cls = jit_version_find(seg, class_hash, frame->class_sig, class_count); /* may move */
   }

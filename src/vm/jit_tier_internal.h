@@ -34,8 +34,9 @@ typedef struct jit_group_plan {
   int32_t* inputs;  /* value indices, kernel argument order */
   int32_t* outputs;
   /* Whether some lowering may compile it: not an op without lowering kept alone, not dead
-   * shape arithmetic. The statistics count a call as fully compiled when every such group
-   * ran a kernel. */
+   * shape arithmetic, and not refused by an exact-shape lowering (cleared then, under the
+   * cache lock). The statistics count a call as fully compiled when every such group ran a
+   * kernel. */
   bool lowerable;
 } jit_group_plan;
 
@@ -95,6 +96,7 @@ typedef struct jit_desc {
   stax_jit_value_t* values;
   stax_jit_node_t* nodes;
   int32_t* indices;
+  bool refused;  /* the backend found no lowering (UNIMPLEMENTED) */
   bool skip;     /* not compiled in this version (the class version has it, or it cannot be
                     rows-generic) */
   char name[32]; /* "seg<S>_g<G>" (exact) or "seg<S>_g<G>_rows" (generic) */
