@@ -651,7 +651,9 @@ static PyObject* program_counters(StaxProgramObject* self, PyObject* unused) {
 
 /* ---- JIT ------------------------------------------------------------------------------------ */
 
-/* [ {entries, hits, misses, compiles, failures, evictions, compile_ms, versions, signatures} ]
+/* [ {entries, hits, full_hits, partial_hits, misses, compiles, failures, evictions,
+ *    compile_ms, versions, signatures, generic_versions, exact_versions, generic_compile_ms,
+ *    exact_compile_ms} ]
  * per bytecode segment (the kernel cache belongs to the program: all contexts together). */
 static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
   (void)unused;
@@ -667,12 +669,15 @@ static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
       return stax_py_raise(status, "jit statistics");
     }
     PyObject* item = Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:i,s:i}", "entries", (unsigned long long)st.entries,
-        "hits", (unsigned long long)st.hits, "misses", (unsigned long long)st.misses,
-        "compiles", (unsigned long long)st.compiles, "failures",
-        (unsigned long long)st.failures, "evictions", (unsigned long long)st.evictions,
-        "compile_ms", st.compile_ms, "versions", (int)st.versions, "signatures",
-        (int)st.signatures);
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:i,s:i,s:i,s:i,s:d,s:d}", "entries",
+        (unsigned long long)st.entries, "hits", (unsigned long long)st.hits, "full_hits",
+        (unsigned long long)st.full_hits, "partial_hits", (unsigned long long)st.partial_hits,
+        "misses", (unsigned long long)st.misses, "compiles", (unsigned long long)st.compiles,
+        "failures", (unsigned long long)st.failures, "evictions",
+        (unsigned long long)st.evictions, "compile_ms", st.compile_ms, "versions",
+        (int)st.versions, "signatures", (int)st.signatures, "generic_versions",
+        (int)st.generic_versions, "exact_versions", (int)st.exact_versions,
+        "generic_compile_ms", st.generic_compile_ms, "exact_compile_ms", st.exact_compile_ms);
     if (!item) {
       Py_DECREF(list);
       return NULL;
@@ -680,6 +685,17 @@ static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
     PyList_SET_ITEM(list, s, item);
   }
   return list;
+}
+
+/* jit_calls() -> {compiled, partial, interpreted}: how the program's calls ran. */
+static PyObject* program_jit_calls(StaxProgramObject* self, PyObject* unused) {
+  (void)unused;
+  stax_jit_call_stats_t calls;
+  stax_status_t status = stax_program_jit_call_stats(self->program, &calls);
+  if (status) return stax_py_raise(status, "jit call statistics");
+  return Py_BuildValue("{s:K,s:K,s:K}", "compiled", (unsigned long long)calls.compiled,
+                       "partial", (unsigned long long)calls.partial, "interpreted",
+                       (unsigned long long)calls.interpreted);
 }
 
 /* jit_sources(assembly=False) -> str: the generated code of every kernel compiled so far. */
@@ -808,6 +824,9 @@ static PyMethodDef program_methods[] = {
      "disassemble(forms=3) -> str: 1 extended form, 2 compact form, 3 both."},
     {"counters", (PyCFunction)program_counters, METH_NOARGS,
      "Run and profiling counters summed over this program's execution contexts."},
+    {"jit_calls", (PyCFunction)program_jit_calls, METH_NOARGS,
+     "How the program's calls ran: {compiled, partial, interpreted} (every group with a "
+     "lowering ran a kernel, some did, none did)."},
     {"jit_stats", (PyCFunction)program_jit_stats, METH_NOARGS,
      "Per segment JIT statistics (a list of dicts), over all contexts."},
     {"jit_sources", (PyCFunction)program_jit_sources, METH_VARARGS,

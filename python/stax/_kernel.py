@@ -158,17 +158,28 @@ class Kernel(_C.Program):
           kernel was compiled with profile_timing=True, else None;
         * segment_counts: entries per bytecode segment (what the JIT reads to find hot code);
         * jit: True when the JIT is on (jit='on' or 'sync'); jit_mode: 'on', 'sync' or 'off';
-        * hits, misses, compiles, failures, evictions, compile_time_s: JIT kernel cache
-          statistics summed over segments (hits: segment entries run by a compiled kernel;
-          misses: entries interpreted; compile_time_s: total compile time), all 0 with
-          jit='off';
-        * jit_segments: the same per segment, a list of dicts (entries, hits, misses,
-          compiles, failures, evictions, compile_ms, versions, signatures).
+        * hits, full_hits, partial_hits, misses, compiles, failures, evictions,
+          compile_time_s: JIT kernel cache statistics summed over segments (hits: segment
+          entries run by compiled kernels, full_hits of them with every group compiled,
+          partial_hits with some groups interpreted; misses: entries interpreted;
+          compile_time_s: total compile time), all 0 with jit='off';
+        * generic_versions, exact_versions: compiled versions held, shape-generic (one per
+          shape class) and exact-shape; generic_compile_s, exact_compile_s: their compile time;
+        * calls: how the calls ran, {compiled, partial, interpreted} (every group that has a
+          lowering ran a kernel, some did, none did);
+        * jit_segments: the same per segment, a list of dicts (entries, hits, full_hits,
+          partial_hits, misses, compiles, failures, evictions, compile_ms, versions,
+          signatures, generic_versions, exact_versions, generic_compile_ms,
+          exact_compile_ms).
         """
         counters = self.counters()
         segments = self.jit_stats()
         totals = {key: sum(s[key] for s in segments)
-                  for key in ("hits", "misses", "compiles", "failures", "evictions")}
+                  for key in ("hits", "full_hits", "partial_hits", "misses", "compiles",
+                              "failures", "evictions", "generic_versions", "exact_versions")}
+        counters.update(generic_compile_s=sum(s["generic_compile_ms"] for s in segments) / 1e3,
+                        exact_compile_s=sum(s["exact_compile_ms"] for s in segments) / 1e3,
+                        calls=self.jit_calls())
         counters.update(totals)
         counters.update(compile_time_s=sum(s["compile_ms"] for s in segments) / 1000.0,
                         jit=bool(self.jit_mode), jit_mode=self.jit, jit_segments=segments)

@@ -1228,8 +1228,11 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
       class_lacks = plan->groups[g].lowerable && !cls->kernels[g];
   bool exact_wanted = !cls || cls->state == VERSION_FAILED || (cls->complete && class_lacks);
   jit_version* ver = jit_version_find(seg, hash, frame->sig, sig_count);
-  if (!ver && (exact_wanted || !cls))
+  if (!ver && (exact_wanted || !cls)) {
     ver = jit_version_track(ctx, s, seg, hash, frame->sig, sig_count, false);
+    /* The table may have grown (moved): find the class version again. */
+    cls = classed ? jit_version_find(seg, class_hash, frame->class_sig, class_count) : NULL;
+  }
   if (ver) ver->last_use = ++cache->clock;
   if (ver && exact_wanted && ver->state == VERSION_COUNTING && ++ver->seen >= (uint32_t)threshold) {
     bool* skip = class_ready ? calloc((size_t)plan->group_count, sizeof(bool)) : NULL;
@@ -1299,10 +1302,16 @@ stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {
     jit_cache* cache = frame->cache;
     frame->run_kernels += (uint64_t)frame->last_kernels_ran;
     pthread_mutex_lock(&cache->lock);
-    if (frame->last_kernels_ran >= plan->lowerable_count)
-      cache->segments[s].stats.full_hits++;
-    else
-      cache->segments[s].stats.partial_hits++;
+    stax_jit_segment_stats_t* st = &cache->segments[s].stats;
+    if (frame->last_kernels_ran == 0) {
+      /* Every kernel declined (a matmul given fewer rows than its tile): interpreted. */
+      st->hits--;
+      st->misses++;
+    } else if (frame->last_kernels_ran >= plan->lowerable_count) {
+      st->full_hits++;
+    } else {
+      st->partial_hits++;
+    }
     pthread_mutex_unlock(&cache->lock);
   }
   if (status == STAX_OK && !ran) {

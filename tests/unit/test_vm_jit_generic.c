@@ -1,0 +1,303 @@
+/* The JIT tier's shape classes (docs/jit.md, "Shape classes"): streams of hundreds of random
+ * shapes through programs whose segments compile once as a shape-generic version, each call
+ * checked against the interpreter; the statistics say how (one generic compile, no exact
+ * ones, fully or partly compiled calls); segments mixing rows-generic groups with groups that
+ * need exact versions (a Softmax over the open dim); a layout outside the class (a
+ * transposed input) never running the class's kernels; verify mode; and threads running
+ * while generic and exact versions compile, get evicted and swap. Skipped without LLVM. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "test_vm_jit_util.h"
+
+/* ---- programs -------------------------------------------------------------------------------- */
+
+/* Relu(x[B, S, 8] @ w[8, 12] + b) + x2[B, S, 12]: a matmul whose epilogue reads a rows value. */
+static stax_program_t* build_matmul_residual(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[3] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64), vm_const(g, 8)};
+  const stax_dim_t* rdims[3] = {dims[0], dims[1], vm_const(g, 12)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 3, dims);
+  stax_value_id_t x2 = vm_input(g, "x2", STAX_DTYPE_FLOAT32, 3, rdims);
+  float w[96], b[12];
+  for (int i = 0; i < 96; i++) w[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+  for (int i = 0; i < 12; i++) b[i] = 0.1f * (float)(i - 6);
+  int64_t w_dims[2] = {8, 12}, b_dims[1] = {12};
+  stax_value_id_t wv = vm_initializer(g, "w", STAX_DTYPE_FLOAT32, 2, w_dims, w);
+  stax_value_id_t bv = vm_initializer(g, "b", STAX_DTYPE_FLOAT32, 1, b_dims, b);
+  stax_value_id_t mm = vm_binary(g, STAX_OP_MatMul, "mm", x, wv);
+  stax_value_id_t y = vm_unary(g, STAX_OP_Relu, "relu", vm_binary(g, STAX_OP_Add, "bias", mm, bv));
+  vm_output(g, vm_binary(g, STAX_OP_Add, "residual", y, x2));
+  return finish(g);
+}
+
+/* LayerNormalization(x[B, S, 16] + c) then Gelu: a row kernel and its consumer. */
+static stax_program_t* build_layernorm(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[3] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64),
+                               vm_const(g, 16)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 3, dims);
+  float gamma[16], beta[16], c[16];
+  for (int i = 0; i < 16; i++) {
+    gamma[i] = 1.0f + 0.05f * (float)i;
+    beta[i] = 0.1f * (float)(i % 3);
+    c[i] = 0.01f * (float)i;
+  }
+  int64_t sixteen[1] = {16};
+  stax_value_id_t cv = vm_initializer(g, "c", STAX_DTYPE_FLOAT32, 1, sixteen, c);
+  stax_value_id_t ln_in[3] = {vm_binary(g, STAX_OP_Add, "shift", x, cv),
+                              vm_initializer(g, "gamma", STAX_DTYPE_FLOAT32, 1, sixteen, gamma),
+                              vm_initializer(g, "beta", STAX_DTYPE_FLOAT32, 1, sixteen, beta)};
+  stax_attr_t attrs[2] = {stax_attr_int("axis", -1), stax_attr_float("epsilon", 1e-5f)};
+  stax_value_id_t ln = vm_node(g, STAX_OP_LayerNormalization, "ln", 3, ln_in, 2, attrs);
+  vm_output(g, vm_unary(g, STAX_OP_Gelu, "gelu", ln));
+  return finish(g);
+}
+
+/* Softmax(x[B, S]) over the open dim S (no rows-generic kernel: exact versions) and
+ * Sigmoid(x) (rows-generic) in one segment. */
+static stax_program_t* build_mixed(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[2] = {vm_symbol(g, "B", 1, 64), vm_symbol(g, "S", 1, 64)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 2, dims);
+  stax_attr_t axis = stax_attr_int("axis", -1);
+  vm_output(g, vm_node(g, STAX_OP_Softmax, "softmax", 1, &x, 1, &axis));
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid", x));
+  return finish(g);
+}
+
+static stax_context_t* generic_context(stax_program_t* program, stax_jit_mode_t mode,
+                                       int32_t versions, bool verify) {
+  stax_context_options_t options = {.jit = mode, .jit_threshold = 2, .jit_max_versions = versions,
+                                    .jit_verify = verify, .jit_generic = STAX_JIT_GENERIC_ON};
+  stax_context_t* context = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &context));
+  return context;
+}
+
+/* Random (B, S): mostly small, some at the ends of the symbols' range [1, 64], primes. */
+static void random_shape(vm_rng_t* rng, int round, int64_t* b, int64_t* s) {
+  static const int64_t edges[][2] = {{1, 1}, {64, 64}, {1, 64}, {64, 1}, {1, 11}, {2, 5},
+                                     {1, 12}, {1, 13}, {3, 4}, {7, 61}, {8, 53}, {5, 37}};
+  int n = (int)(sizeof(edges) / sizeof(edges[0]));
+  if (round < n) {
+    *b = edges[round][0];
+    *s = edges[round][1];
+    return;
+  }
+  *b = vm_rng_range(rng, 1, 8);
+  *s = round % 5 == 0 ? vm_rng_range(rng, 40, 64) : vm_rng_range(rng, 1, 40);
+}
+
+/* ---- streams --------------------------------------------------------------------------------- */
+
+/* 300 random shapes; one shape-generic compile serves them all. */
+static void stream(stax_program_t* program, int32_t inputs, const int64_t* tails) {
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {0xfeed};
+  int mismatches = 0, small = 0;
+  const int calls = 300;
+  for (int round = 0; round < calls; round++) {
+    int64_t b = 0, s = 0;
+    random_shape(&rng, round, &b, &s);
+    if (b * s < 12) small++;
+    stax_tensor_t* in[2] = {0};
+    for (int32_t i = 0; i < inputs; i++) {
+      int64_t dims[3] = {b, s, tails[i]};
+      in[i] = vm_random_f32(&rng, 3, dims);
+    }
+    if (!run_both(jit, interp, inputs, in, 1)) mismatches++;
+    for (int32_t i = 0; i < inputs; i++) stax_tensor_release(in[i]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.compiles, 1);
+  CHECK_EQ_INT(total.generic_versions, 1);
+  CHECK_EQ_INT(total.exact_versions, 0);
+  CHECK_EQ_INT(total.failures, 0);
+  /* Every call ran compiled kernels but those a kernel declined (a matmul with fewer rows
+   * than its tile: at most the calls with B*S < 12 on any ISA), which ran partly compiled or
+   * interpreted. */
+  CHECK_EQ_INT((int)(total.hits + total.misses), calls);
+  CHECK((int)(total.partial_hits + total.misses) <= small);
+  CHECK((int)total.full_hits >= calls - small);
+  stax_jit_call_stats_t call_stats;
+  CHECK_OK(stax_program_jit_call_stats(program, &call_stats));
+  CHECK_EQ_INT((int)(call_stats.compiled + call_stats.partial + call_stats.interpreted), calls);
+  CHECK_EQ_INT((int)call_stats.compiled, (int)total.full_hits);
+  CHECK_EQ_INT((int)call_stats.partial, (int)total.partial_hits);
+  CHECK_EQ_INT((int)call_stats.interpreted, (int)total.misses);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+}
+
+static void test_stream_matmul(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_matmul_residual();
+  int64_t tails[2] = {8, 12};
+  stream(program, 2, tails);
+  stax_program_release(program);
+}
+
+static void test_stream_layernorm(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_layernorm();
+  int64_t tails[1] = {16};
+  stream(program, 1, tails);
+  stax_program_release(program);
+}
+
+/* A segment whose Softmax over the open dim needs exact versions: the class version runs
+ * the Sigmoid for every shape at once, exact versions add the Softmax per recurring shape
+ * and share the class version's kernel. */
+static void test_mixed_generic_exact(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_mixed();
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {42};
+  int mismatches = 0;
+  static const int64_t seqs[3] = {5, 17, 33};
+  for (int round = 0; round < 300; round++) {
+    int64_t dims[2] = {round < 150 ? 1 + round % 3 : vm_rng_range(&rng, 1, 8),
+                       round < 150 ? seqs[(round / 3) % 3] : vm_rng_range(&rng, 1, 64)};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 2, dims)};
+    if (!run_both(jit, interp, 1, in, 2)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.generic_versions, 1);
+  CHECK(total.exact_versions >= 1);
+  CHECK(total.full_hits >= 100); /* the recurring shapes, once their Softmax compiled */
+  CHECK(total.partial_hits >= 1); /* new shapes: the Sigmoid compiled, the Softmax not yet */
+  CHECK_EQ_INT((int)total.misses, 0);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* An input whose open dims do not walk as rows (a transposed view of [S, B, 8]) has another
+ * class signature: the contiguous class's kernels never see it; its own class has no
+ * rows-generic lowering (refused once), so it runs exact versions. */
+static void test_class_guard_layout(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_matmul_residual();
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {7};
+  int mismatches = 0;
+  for (int round = 0; round < 40; round++) {
+    int64_t b = 2 + round % 3, s = 13;
+    int64_t base_dims[3] = {s, b, 8}, dims[3] = {b, s, 8}, rdims[3] = {b, s, 12};
+    stax_tensor_t* x = NULL;
+    if (round % 2) {
+      stax_tensor_t* base = vm_random_f32(&rng, 3, base_dims);
+      int32_t perm[3] = {1, 0, 2};
+      CHECK_OK(stax_tensor_transpose(vm_alloc(), base, perm, &x));
+      stax_tensor_release(base);
+    } else {
+      x = vm_random_f32(&rng, 3, dims);
+    }
+    stax_tensor_t* in[2] = {x, vm_random_f32(&rng, 3, rdims)};
+    if (!run_both(jit, interp, 2, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+    stax_tensor_release(in[1]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.generic_versions, 1); /* the contiguous class */
+  CHECK_EQ_INT(total.failures, 1);         /* the transposed class: nothing rows-generic */
+  CHECK(total.exact_versions >= 1);        /* the transposed shapes, exact */
+  CHECK_EQ_INT((int)total.partial_hits, 0);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* Verify mode interprets every compiled segment too and compares: silent on right kernels. */
+static void test_verify_generic(void) {
+  if (!have_backend()) return;
+  stax_program_t* programs[2] = {build_matmul_residual(), build_layernorm()};
+  int64_t tails[2][2] = {{8, 12}, {16, 0}};
+  for (int p = 0; p < 2; p++) {
+    stax_context_t* jit = generic_context(programs[p], STAX_JIT_SYNC, 8, true);
+    vm_rng_t rng = {99};
+    for (int round = 0; round < 40; round++) {
+      int64_t b = 0, s = 0;
+      random_shape(&rng, round, &b, &s);
+      stax_tensor_t* in[2] = {0};
+      int32_t inputs = p == 0 ? 2 : 1;
+      for (int32_t i = 0; i < inputs; i++) {
+        int64_t dims[3] = {b, s, tails[p][i]};
+        in[i] = vm_random_f32(&rng, 3, dims);
+      }
+      stax_tensor_t* out[1] = {NULL};
+      CHECK_OK(stax_context_run(jit, inputs, in, 1, out));
+      stax_tensor_release(out[0]);
+      for (int32_t i = 0; i < inputs; i++) stax_tensor_release(in[i]);
+    }
+    stax_jit_segment_stats_t total;
+    total_stats(programs[p], &total);
+    CHECK_EQ_INT(total.generic_versions, 1);
+    stax_context_destroy(jit);
+    stax_program_release(programs[p]);
+  }
+}
+
+/* ---- threads --------------------------------------------------------------------------------- */
+
+typedef struct mixed_thread_t {
+  stax_program_t* program;
+  int index;
+  int mismatches;
+} mixed_thread_t;
+
+static void* mixed_thread_main(void* p) {
+  mixed_thread_t* arg = p;
+  stax_context_t* jit = generic_context(arg->program, STAX_JIT_BACKGROUND, 1, false);
+  stax_context_t* interp = vm_context(arg->program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {500u + (uint64_t)arg->index};
+  for (int round = 0; round < 60; round++) {
+    int64_t dims[2] = {1 + (round + arg->index) % 4, 3 + 7 * ((round / 2 + arg->index) % 3)};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 2, dims)};
+    if (!run_both(jit, interp, 1, in, 2)) arg->mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  return NULL;
+}
+
+/* Four threads, background compiles, a cap of one exact version: the class version (the
+ * Sigmoid) is shared by every shape and never evicted while exact versions (the Softmax)
+ * come and go under the running calls; no kernel outlives the program. */
+static void test_threads_generic_and_exact(void) {
+  if (!have_backend()) return;
+  uint64_t live_before = stax_jit_stats().live_kernels;
+  stax_program_t* program = build_mixed();
+  pthread_t threads[4];
+  mixed_thread_t args[4];
+  for (int t = 0; t < 4; t++) {
+    args[t] = (mixed_thread_t){.program = program, .index = t};
+    CHECK_EQ_INT(pthread_create(&threads[t], NULL, mixed_thread_main, &args[t]), 0);
+  }
+  for (int t = 0; t < 4; t++) pthread_join(threads[t], NULL);
+  stax_program_jit_drain(program);
+  for (int t = 0; t < 4; t++) CHECK_EQ_INT(args[t].mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.generic_versions, 1);
+  CHECK(total.exact_versions <= 1);
+  CHECK_EQ_INT((int)total.entries, 240);
+  stax_program_release(program);
+  CHECK_EQ_INT((int)(stax_jit_stats().live_kernels - live_before), 0);
+}
+
+STAX_TEST_MAIN(STAX_TEST(test_stream_matmul), STAX_TEST(test_stream_layernorm),
+               STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_class_guard_layout),
+               STAX_TEST(test_verify_generic), STAX_TEST(test_threads_generic_and_exact))
