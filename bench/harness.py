@@ -157,16 +157,16 @@ def worker(spec_path):
 
     def counters():
         if stax_model is None:
-            return 0, 0
+            return 0, 0, {}
         stats = stax_model.stats
-        return stats["hits"], stats["misses"]
+        return stats["hits"], stats["misses"], stats["calls"]
 
     verify = spec.get("verify", False)
     align = spec.get("align", 64)
     run(make_input(seed, 0, *WARMUP_SHAPE, align=align))
-    hits0, misses0 = counters()
+    hits0, misses0, calls0 = counters()
     seen = {}
-    latency, hits, misses, occurrence, diffs = [], [], [], [], {}
+    latency, hits, misses, occurrence, diffs, kinds = [], [], [], [], {}, []
     start = time.perf_counter()
     for index, (batch, seq) in enumerate(calls):
         key = f"{batch}x{seq}"
@@ -176,10 +176,13 @@ def worker(spec_path):
         y = run(x)
         latency.append(time.perf_counter() - t)
         occurrence.append(seen[key])
-        h, m = counters()
+        h, m, c = counters()
         hits.append(h - hits0)
         misses.append(m - misses0)
-        hits0, misses0 = h, m
+        # How this call ran: every compilable group a kernel, some, or none.
+        kinds.append(next((k for k in ("compiled", "partial", "interpreted")
+                           if c.get(k, 0) > calls0.get(k, 0)), "interpreted"))
+        hits0, misses0, calls0 = h, m, c
         if (seen[key] == 1 or verify) and ref_dir:
             path = os.path.join(ref_dir, key + ".npy")
             if engine == "ort":
@@ -192,7 +195,7 @@ def worker(spec_path):
               "total_s": total_s, "latency_s": latency, "occurrence": occurrence,
               "max_abs_diff": diffs, "versions": versions()}
     if stax_model is not None:
-        result["hits"], result["misses"] = hits, misses
+        result["hits"], result["misses"], result["call_kind"] = hits, misses, kinds
         t = time.perf_counter()
         stax_model.drain()
         result["drain_s"] = time.perf_counter() - t
@@ -298,10 +301,10 @@ def summarize(r, calls):
            "seen_tokens_per_s": float(tokens[~first].sum() / lat[~first].sum())
            if (~first).any() else float("nan"),
            "total_s": float(lat.sum())}
-    if "misses" in r:
-        misses = np.asarray(r["misses"])
+    if "call_kind" in r:
+        kind = np.asarray(r["call_kind"])
         occ = np.asarray(r["occurrence"])
-        interp = misses > 0
+        interp = kind != "compiled"  # partly compiled or interpreted
         # a seen shape interpreted after it had already run compiled: its version was evicted
         # (at most 8 READY versions per segment, LRU); interpreted and never compiled before:
         # no kernel yet (compile queued or running, or evicted / dropped from the table of
@@ -312,7 +315,9 @@ def summarize(r, calls):
             after_hit[i] = key in ran_compiled
             if not interp[i]:
                 ran_compiled.add(key)
-        out["interpreted_calls"] = int(interp.sum())
+        out["partial_calls"] = int((kind == "partial").sum())
+        out["interpreted_calls"] = int((kind == "interpreted").sum())
+        out["not_compiled_calls"] = int(interp.sum())
         out["interpreted_first_occurrence"] = int((interp & (occ == 1)).sum())
         out["interpreted_second_occurrence"] = int((interp & (occ == 2)).sum())
         out["interpreted_waiting"] = int((interp & (occ >= 3) & ~after_hit).sum())
@@ -324,6 +329,10 @@ def summarize(r, calls):
         out["compile_time_s"] = s["compile_time_s"]
         out["failures"] = s["failures"]
         out["evictions"] = s["evictions"]
+        out["generic_versions"] = s.get("generic_versions", 0)
+        out["exact_versions"] = s.get("exact_versions", 0)
+        out["generic_compile_s"] = s.get("generic_compile_s", 0.0)
+        out["exact_compile_s"] = s.get("exact_compile_s", 0.0)
     return out
 
 
@@ -388,14 +397,17 @@ def machine_notes():
 
 def interp_text(s):
     """stax's calls, compiled or interpreted and why (summarize's counters)."""
-    return (f"{s['compiled_calls']} calls ran compiled, {s['interpreted_calls']} interpreted: "
-            f"{s['interpreted_first_occurrence']} first call of a shape (below the threshold 2), "
-            f"{s['interpreted_second_occurrence']} second call (compile just queued), "
+    return (f"{s['compiled_calls']} calls ran fully compiled, {s['partial_calls']} partly, "
+            f"{s['interpreted_calls']} interpreted; of the {s['not_compiled_calls']} not fully "
+            f"compiled: {s['interpreted_first_occurrence']} first call of a shape, "
+            f"{s['interpreted_second_occurrence']} second call, "
             f"{s['interpreted_waiting']} later calls with no kernel yet (compile queued or "
             f"running, or evicted before use), {s['interpreted_evicted']} after the shape had "
-            f"run compiled (its version evicted by the per-segment cap); {s['compiles']} versions compiled "
-            f"({s['failures']} failed, {s['evictions']} evicted), {s['shapes_ever_compiled']} "
-            f"shapes ever ran compiled, {s['compile_time_s']:.1f} s on the compiler thread")
+            f"run compiled; {s['compiles']} versions compiled ({s['generic_versions']} "
+            f"shape-generic in {s['generic_compile_s']:.1f} s, {s['exact_versions']} exact in "
+            f"{s['exact_compile_s']:.1f} s held at the end; {s['failures']} failed, "
+            f"{s['evictions']} evicted), {s['shapes_ever_compiled']} shapes ever ran fully "
+            f"compiled, {s['compile_time_s']:.1f} s on the compiler thread")
 
 
 if __name__ == "__main__":

@@ -147,16 +147,17 @@ def main():
                          f" (n={int(sel.sum())})")
         print(f"  t{threads}: " + "; ".join(cells))
         summary[f"stax_t{threads}"]["ratio_by_tokens"] = cells
-        compiled = np.asarray(r["misses"]) == 0
+        kind = np.asarray(r["call_kind"])
         split = {}
-        for name, sel in (("compiled", compiled), ("interpreted", ~compiled)):
+        for name in ("compiled", "partial", "interpreted"):
+            sel = kind == name
             split[name] = {"calls": int(sel.sum()), "median": H.pct(ratio[sel], 50),
                            "p10": H.pct(ratio[sel], 10), "p90": H.pct(ratio[sel], 90)}
-        summary[f"stax_t{threads}"]["ratio_compiled_vs_interpreted"] = split
-        print(f"      calls that ran compiled: {split['compiled']['calls']}, ratio "
-              f"{H.fmt(split['compiled']['median'], 2)} ({H.fmt(split['compiled']['p10'], 2)}-"
-              f"{H.fmt(split['compiled']['p90'], 2)}); interpreted: "
-              f"{split['interpreted']['calls']}, ratio {H.fmt(split['interpreted']['median'], 2)}")
+        summary[f"stax_t{threads}"]["ratio_by_call_kind"] = split
+        print("      stax ms / ORT ms by how the call ran: " + "; ".join(
+            f"{name} {split[name]['calls']} calls, {H.fmt(split[name]['median'], 2)} "
+            f"({H.fmt(split[name]['p10'], 2)}-{H.fmt(split[name]['p90'], 2)})"
+            for name in split))
 
     os.makedirs(args.out, exist_ok=True)
     payload = {"scenario": "S2", "args": vars(args), "calls": calls, "versions": vers,

@@ -267,12 +267,11 @@ def main():
                   f"{v['p99_ms']:.0f} ms")
         print("  " + H.interp_text(s))
         occ = np.asarray(r["occurrence"])
-        misses = np.asarray(r["misses"])
-        waited = (occ >= 2) & (misses > 0)
+        waited = (occ >= 2) & (np.asarray(r["call_kind"]) != "compiled")
         lat = np.asarray(r["latency_s"])
         s["calls_waited_for_compiler"] = int(waited.sum())
         if waited.any():
-            print(f"  calls that waited for a compiler (seen shape, interpreted): "
+            print(f"  calls that waited for a compiler (seen shape, not fully compiled): "
                   f"{int(waited.sum())}, p50 {H.pct(lat[waited], 50) * 1e3:.1f} ms, "
                   f"ratio to ORT p50 "
                   f"{H.pct(lat[waited] / np.asarray(peer['latency_s'])[waited], 50):.2f}")
