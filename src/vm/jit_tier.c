@@ -1025,7 +1025,6 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     jit_desc_free(descs, group_count);
     return;
   }
-  if (!cache->keep_texts && jit_request_from_cache(cache, s, ver, descs)) return;
   jit_job* job = calloc(1, sizeof(*job));
   if (job) job->sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
   if (!job || !job->sig) {
@@ -1035,6 +1034,21 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     return;
   }
   memcpy(job->sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
+  if (!cache->keep_texts) {
+    if (jit_request_from_cache(cache, s, ver, descs)) {
+      free(job->sig);
+      free(job);
+      return;
+    }
+    /* The lock was let go meanwhile: the version may have moved, or gone. */
+    ver = jit_version_find(&cache->segments[s], hash, job->sig, sig_count);
+    if (!ver || ver->state != VERSION_QUEUED) {
+      jit_desc_free(descs, plan->group_count);
+      free(job->sig);
+      free(job);
+      return;
+    }
+  }
   job->generic = generic;
   job->segment = s;
   job->hash = hash;
