@@ -41,7 +41,13 @@ def test_sync_matches_off_over_alternating_shapes():
     assert stats["jit"] is True and stats["jit_mode"] == "sync"
     assert stats["compiles"] >= 1
     assert stats["hits"] > 0
-    assert stats["misses"] >= 1
+    # One shape-generic version, compiled at the first call, serves every S: no call
+    # interpreted, no exact version needed.
+    assert stats["generic_versions"] == 1 and stats["exact_versions"] == 0
+    assert stats["compiles"] == 1 and stats["misses"] == 0
+    assert stats["full_hits"] == stats["hits"] == len(SHAPES)
+    assert stats["calls"] == {"compiled": len(SHAPES), "partial": 0, "interpreted": 0}
+    assert stats["generic_compile_s"] > 0.0 and stats["exact_compile_s"] == 0.0
     assert stats["failures"] >= 0 and stats["evictions"] >= 0
     assert stats["compile_time_s"] > 0.0
     assert stats["runs"] == len(SHAPES)
@@ -49,9 +55,24 @@ def test_sync_matches_off_over_alternating_shapes():
     assert len(segments) == len(stats["segment_counts"]) >= 1
     assert sum(s["hits"] for s in segments) == stats["hits"]
     assert sum(s["compiles"] for s in segments) == stats["compiles"]
-    assert {"entries", "hits", "misses", "compiles", "failures", "evictions", "compile_ms",
-            "versions", "signatures"} <= set(segments[0])
+    assert {"entries", "hits", "full_hits", "partial_hits", "misses", "compiles", "failures",
+            "evictions", "compile_ms", "versions", "signatures", "generic_versions",
+            "exact_versions", "generic_compile_ms", "exact_compile_ms"} <= set(segments[0])
     assert max(s["versions"] for s in segments) >= 1
+
+
+def test_exact_only_policy_compiles_per_shape(monkeypatch):
+    """STAX_JIT_GENERIC=0: the exact-shape policy, one version per shape seen twice."""
+    monkeypatch.setenv("STAX_JIT_GENERIC", "0")
+    sync = make("sync")
+    inputs = [(rand(*s), rand(*s)) for s in SHAPES]
+    for (a, b), g in zip(inputs, run_shapes(sync, inputs)):
+        np.testing.assert_allclose(g, np.tanh(a * b + 1.5) - np.maximum(a, 0) * 0.25,
+                                   rtol=1e-5, atol=1e-5)
+    stats = sync.stats
+    assert stats["generic_versions"] == 0 and stats["exact_versions"] == 3
+    assert stats["calls"]["interpreted"] >= 3  # each shape's first call
+    assert stats["calls"]["compiled"] + stats["calls"]["interpreted"] == len(SHAPES)
 
 
 def test_source_after_sync_run():
