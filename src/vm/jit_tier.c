@@ -463,6 +463,20 @@ static void jit_enforce_caps(jit_segment* seg, int32_t max_versions) {
 
 /* ---- signatures ----------------------------------------------------------------------------- */
 
+bool stax_vm_jit_input_header(const stax_context_t* ctx, int32_t reg, int64_t* out_word) {
+  const stax_tensor_t* t = ctx->registers[reg];
+  if (!t) return false;
+  /* Data alignment: kernels load and store with the element's alignment and assume no more
+   * (a wider one would split one shape into several versions, since numpy's arrays are
+   * 16-byte aligned at best); data not aligned to its element (an odd DLPack import) is
+   * interpreted. */
+  size_t element = stax_dtype_size(t->dtype);
+  if (element > 1 && (uintptr_t)stax_tensor_data(t) % element != 0) return false;
+  bool constant = (ctx->program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) != 0;
+  *out_word = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)constant << 17;
+  return true;
+}
+
 /* The guard: dtype, rank, constness, dims and strides of every external input (and that its
  * data is aligned to its element), written into the frame's scratch (no allocation, no
  * strings). false when an input register is empty or misaligned (interpret). */
@@ -473,15 +487,7 @@ static bool jit_signature(const stax_context_t* ctx, const jit_plan* plan, int64
   for (int32_t e = 0; e < plan->ext_count; e++) {
     int32_t reg = plan->ext_regs[e];
     const stax_tensor_t* t = ctx->registers[reg];
-    if (!t) return false;
-    /* Data alignment: kernels load and store with the element's alignment and assume no
-     * more (a wider one would split one shape into several versions, since numpy's arrays
-     * are 16-byte aligned at best); data not aligned to its element (an odd DLPack import)
-     * is interpreted. */
-    size_t element = stax_dtype_size(t->dtype);
-    if (element > 1 && (uintptr_t)stax_tensor_data(t) % element != 0) return false;
-    bool constant = (ctx->program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) != 0;
-    sig[n++] = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)constant << 17;
+    if (!stax_vm_jit_input_header(ctx, reg, &sig[n++])) return false;
     for (int32_t d = 0; d < t->rank; d++) sig[n++] = t->dims[d];
     for (int32_t d = 0; d < t->rank; d++) sig[n++] = t->strides[d];
   }

@@ -45,11 +45,7 @@ bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan
   for (int32_t e = 0; e < plan->ext_count; e++) {
     int32_t reg = plan->ext_regs[e];
     const stax_tensor_t* t = ctx->registers[reg];
-    if (!t) return false;
-    size_t element = stax_dtype_size(t->dtype);
-    if (element > 1 && (uintptr_t)stax_tensor_data(t) % element != 0) return false;
-    bool constant = (program->registers[reg].flags & STAX_VM_REGISTER_CONSTANT) != 0;
-    sig[n++] = (int64_t)t->dtype | (int64_t)t->rank << 8 | (int64_t)constant << 17;
+    if (!stax_vm_jit_input_header(ctx, reg, &sig[n++])) return false;
     int32_t lead = stax_vm_jit_register_lead(program, reg);
     if (lead > t->rank) lead = t->rank;
     any_open |= lead > 0;

@@ -156,6 +156,10 @@ typedef struct stax_vm_jit_frame_s {
   double tolerance;
 } jit_frame;
 
+/* A signature's header word for an external input register (dtype, rank, constness); false
+ * when the register is empty or its data is not aligned to its element (interpret). */
+bool stax_vm_jit_input_header(const stax_context_t* ctx, int32_t reg, int64_t* out_word);
+
 /* Shape classes (jit_tier_class.c). */
 /* 1 + the index of the register's last dim that is not a model constant (0: all fixed). */
 int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg);
