@@ -1254,7 +1254,12 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
     cls = classed ? jit_version_find(seg, class_hash, frame->class_sig, class_count) : NULL;
   }
   if (ver) ver->last_use = ++cache->clock;
-  if (ver && exact_wanted && ver->state == VERSION_COUNTING && ++ver->seen >= (uint32_t)threshold) {
+  /* An exact version that only adds what the generic one lacks must earn its compile: the
+   * generic version already runs the rest, and on 2 cores a compile takes time from the calls
+   * (BENCH.md S2: exact supplements at the plain threshold cost 0.91x -> 0.67x ORT on 1
+   * thread, 0.81x -> 0.41x on 2). Only a signature that stays hot gets one. */
+  uint32_t exact_threshold = (uint32_t)threshold * (class_ready ? JIT_SUPPLEMENT_FACTOR : 1);
+  if (ver && exact_wanted && ver->state == VERSION_COUNTING && ++ver->seen >= exact_threshold) {
     bool* skip = class_ready ? calloc((size_t)plan->group_count, sizeof(bool)) : NULL;
     for (int32_t g = 0; skip && g < plan->group_count; g++) skip[g] = cls->kernels[g] != NULL;
     jit_request(ctx, cache, s, ver, skip);

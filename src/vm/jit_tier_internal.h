@@ -20,6 +20,9 @@ enum { VERSION_COUNTING = 0, VERSION_QUEUED, VERSION_READY, VERSION_FAILED };
 /* Words per external input in a signature: a header (dtype, rank, alignment, constant),
  * then rank dims and rank strides. */
 #define JIT_SIG_WORDS_PER_INPUT (1 + 2 * STAX_MAX_RANK)
+/* An exact version that supplements a generic one (groups it lacks) is compiled after this
+ * many times the threshold's calls of its signature (docs/jit.md, "Shape classes"). */
+#define JIT_SUPPLEMENT_FACTOR 8
 /* The first word of a class signature (no exact signature starts with it: their first word
  * is a dtype/rank header, >= 0). */
 #define JIT_CLASS_MARK (INT64_MIN + 7)
