@@ -208,6 +208,101 @@ static void test_verify_bounds(void) {
   stax_kir_kernel_destroy(k);
 }
 
+/* A rows-generic kernel over buffers of R rows of 4: out[4*r + c] = in[4*r + c] for r < rows
+ * and c < 4 (or another row loop, another in index). */
+typedef struct rows_kernel_t {
+  stax_kir_kernel_t* k;
+  int32_t in, out;
+  stax_kir_loop_t *r, *c;
+} rows_kernel_t;
+
+static rows_kernel_t rows_kernel(int64_t rows_min) {
+  rows_kernel_t s = {0};
+  CHECK_OK(stax_kir_kernel_create(sys(), "rows", &s.k));
+  stax_kir_set_rows_generic(s.k, 9, rows_min);
+  int64_t dims[2] = {9, 4};
+  s.in = stax_kir_add_buffer(s.k, "in", STAX_KIR_BUFFER_INPUT, STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  s.out = stax_kir_add_buffer(s.k, "out", STAX_KIR_BUFFER_OUTPUT, STAX_DTYPE_FLOAT32, 2, dims, NULL);
+  s.k->buffers[s.in]->rows = s.k->buffers[s.out]->rows = true;
+  s.r = stax_kir_add_loop(s.k, stax_kir_add_stage(s.k, "s"), "r", 9);
+  s.r->extent_param = 0;
+  s.c = stax_kir_add_loop(s.k, &s.r->body, "c", 4);
+  return s;
+}
+
+static stax_kir_index_t row_index(rows_kernel_t* s, int64_t row_coefficient, int64_t constant) {
+  stax_kir_index_t index = stax_kir_index_constant(constant);
+  stax_kir_index_add_term(s->k, &index, stax_kir_loop_id(s->k, s->r), row_coefficient);
+  stax_kir_index_add_term(s->k, &index, stax_kir_loop_id(s->k, s->c), 1);
+  return index;
+}
+
+/* The verifier proves a rows-generic kernel for every row count, or names the access it
+ * cannot: the right one passes; one reading two rows per row (its margin shrinks with R),
+ * one reaching past the last row at every R, and a tile placed at R - 3 (out of bounds below
+ * three rows) fail; with rows_min 3 the tile is proven; a parameter period past the limit is
+ * refused; the text names no example row count. */
+static void test_verify_rows_generic(void) {
+  rows_kernel_t s = rows_kernel(0);
+  stax_kir_index_t at = row_index(&s, 4, 0);
+  stax_kir_add_store(s.k, &s.c->body, s.out, &at, stax_kir_load(s.k, s.in, &at));
+  CHECK_OK(stax_kir_verify(s.k));
+  char* text = NULL;
+  CHECK_OK(stax_kir_print(s.k, sys(), &text));
+  CHECK(text && strstr(text, "rows-generic: rows in 0..") != NULL);
+  CHECK(text && strstr(text, "for r in 0..rows") != NULL && strstr(text, "[rows, 4]") != NULL);
+  CHECK(text && strstr(text, "[9") == NULL && strstr(text, "0..9") == NULL);
+  stax_jit_text_free_string(sys(), text);
+  stax_kir_kernel_destroy(s.k);
+
+  /* in[8*r + c]: the margin shrinks by 4 per row. */
+  s = rows_kernel(0);
+  at = row_index(&s, 4, 0);
+  stax_kir_index_t twice = row_index(&s, 8, 0);
+  stax_kir_add_store(s.k, &s.c->body, s.out, &at, stax_kir_load(s.k, s.in, &twice));
+  CHECK_ERROR(stax_kir_verify(s.k), STAX_INTERNAL, "load");
+  stax_kir_kernel_destroy(s.k);
+
+  /* in[4*r + c + 4]: one row past the end at every R. */
+  s = rows_kernel(0);
+  at = row_index(&s, 4, 0);
+  stax_kir_index_t next = row_index(&s, 4, 4);
+  stax_kir_add_store(s.k, &s.c->body, s.out, &at, stax_kir_load(s.k, s.in, &next));
+  CHECK_ERROR(stax_kir_verify(s.k), STAX_INTERNAL, "out of bounds of buffer in");
+  stax_kir_kernel_destroy(s.k);
+
+  /* A three-row tile at rows R - 3 .. R - 1 (as the matmul's last tile): out of bounds
+   * below three rows, proven from three on. */
+  for (int64_t rows_min = 0; rows_min <= 3; rows_min += 3) {
+    stax_kir_kernel_t* k = NULL;
+    CHECK_OK(stax_kir_kernel_create(sys(), "tile", &k));
+    stax_kir_set_rows_generic(k, 9, rows_min);
+    int32_t last = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -3);
+    int64_t dims[2] = {9, 4};
+    int32_t out = stax_kir_add_buffer(k, "out", STAX_KIR_BUFFER_OUTPUT, STAX_DTYPE_FLOAT32, 2,
+                                      dims, NULL);
+    k->buffers[out]->rows = true;
+    stax_kir_loop_t* t = stax_kir_add_loop(k, stax_kir_add_stage(k, "s"), "t", 3);
+    stax_kir_index_t index = stax_kir_index_constant(0);
+    stax_kir_index_add_term(k, &index, stax_kir_loop_id(k, t), 4);
+    stax_kir_index_add_param(k, &index, last, 4);
+    stax_kir_add_store(k, &t->body, out, &index, stax_kir_float(k, STAX_DTYPE_FLOAT32, 0));
+    if (rows_min == 0)
+      CHECK_ERROR(stax_kir_verify(k), STAX_INTERNAL, "at rows");
+    else
+      CHECK_OK(stax_kir_verify(k));
+    stax_kir_kernel_destroy(k);
+  }
+
+  /* Divisors whose lcm passes the proof's limit. */
+  s = rows_kernel(0);
+  stax_kir_add_param(s.k, "a", 1, 0, 997, 1, 0, 991, 0);
+  at = row_index(&s, 4, 0);
+  stax_kir_add_store(s.k, &s.c->body, s.out, &at, stax_kir_load(s.k, s.in, &at));
+  CHECK_ERROR(stax_kir_verify(s.k), STAX_INTERNAL, "period");
+  stax_kir_kernel_destroy(s.k);
+}
+
 static void test_verify_scopes(void) {
   /* Store into an input. */
   small_kernel_t s = small_kernel(8, 1);
@@ -315,6 +410,7 @@ static void test_out_of_memory(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_build_and_print), STAX_TEST(test_index_terms),
+               STAX_TEST(test_verify_rows_generic),
                STAX_TEST(test_builder_type_errors), STAX_TEST(test_verify_bounds),
                STAX_TEST(test_verify_scopes), STAX_TEST(test_verify_vector_rules),
                STAX_TEST(test_out_of_memory))
