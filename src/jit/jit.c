@@ -41,6 +41,7 @@ typedef struct kernel_stage_t {
   uint64_t fill_key;
   int32_t extent_param;      /* rows-generic: the parallel extent is this parameter, or -1 */
   int64_t parallel_min_rows; /* rows-generic: serial below this many rows */
+  int64_t run_min_rows, run_max_rows; /* rows-generic: runs only for these row counts */
 } kernel_stage_t;
 
 struct stax_jit_kernel_s {
@@ -169,6 +170,8 @@ static stax_status_t kernel_describe(stax_jit_kernel_t* kernel, const stax_kir_k
     kernel->stages[s].fill_key = kir->stages[s]->fill_key;
     kernel->stages[s].extent_param = -1;
     kernel->stages[s].parallel_min_rows = kir->stages[s]->parallel_min_rows;
+    kernel->stages[s].run_min_rows = kir->stages[s]->run_min_rows;
+    kernel->stages[s].run_max_rows = kir->stages[s]->run_max_rows;
     const stax_kir_stmt_t* first = kir->stages[s]->body.first;
     if (first && !first->next && first->kind == STAX_KIR_STMT_LOOP &&
         kir->loops[first->loop]->parallel) {
@@ -339,6 +342,8 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
     const kernel_stage_t* stage = &kernel->stages[s];
     if (only_fill >= 0 ? stage->fills != only_fill
                        : stage->fills >= 0 && prefilled && prefilled[stage->fills])
+      continue;
+    if (kernel->rows_generic && (rows < stage->run_min_rows || rows > stage->run_max_rows))
       continue;
     stage_call_t call = {kernel->code.stages[s], buffers};
     if (stage->parallel) {

@@ -87,8 +87,7 @@ typedef struct stax_jit_group_t {
    * kernel reads at run time (from its arguments' leading dims, which it accepts flattened:
    * a [B, S, 768] tensor is R = B*S rows of [768] when its leading dims are contiguous over
    * each other); every other value and dim is fixed. Lowerings that cannot make such a
-   * kernel (Conv) refuse with UNIMPLEMENTED. A rows-generic matmul runs R >= its register
-   * tile's height and refuses fewer rows at run time (FAILED_PRECONDITION). */
+   * kernel (Conv) refuse with UNIMPLEMENTED. */
   bool rows_generic;
 } stax_jit_group_t;
 

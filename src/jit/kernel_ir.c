@@ -161,6 +161,7 @@ stax_kir_block_t* stax_kir_add_stage(stax_kir_kernel_t* kernel, const char* name
   if (!stage) return NULL;
   stage->name = kernel_strdup(kernel, name);
   stage->fills = stage->source = -1;
+  stage->run_max_rows = INT64_MAX;
   if (table_push(kernel, (void***)&kernel->stages, &kernel->stage_count, &kernel->stage_capacity,
                  stage) < 0)
     return NULL;

@@ -205,6 +205,11 @@ typedef struct stax_kir_stage_t {
   /* Rows-generic kernels: a parallel stage runs on the calling thread below this many rows
    * (too little work per task to wake the pool); 0: always split. */
   int64_t parallel_min_rows;
+  /* Rows-generic kernels: the stage runs only for run_min_rows <= R <= run_max_rows (0 and
+   * INT64_MAX by default), e.g. a matmul's whole-tile stages from MR rows on and a one-row
+   * stage below. Both ends must lie below rows_min + 2 * the parameters' period (the
+   * verifier's proof walks every R up to there). */
+  int64_t run_min_rows, run_max_rows;
 } stax_kir_stage_t;
 
 /* A run-time parameter of a rows-generic kernel, a function of the row count R >= 0:

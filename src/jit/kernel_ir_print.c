@@ -223,6 +223,9 @@ static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
                             kernel->buffers[stage->source]->name);
     else
       stax_jit_text_appendf(text, "  stage %d %s:\n", (int)s, stage->name);
+    if (stage->run_min_rows > 0 || stage->run_max_rows != INT64_MAX)
+      stax_jit_text_appendf(text, "    (runs for rows %" PRId64 "..%" PRId64 ")\n",
+                            stage->run_min_rows, stage->run_max_rows);
     if (stage->parallel_min_rows > 0)
       stax_jit_text_appendf(text, "    (parallel from %" PRId64 " rows)\n",
                             stage->parallel_min_rows);

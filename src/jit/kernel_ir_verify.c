@@ -32,6 +32,7 @@ typedef struct verifier_t {
   int64_t access_count;
   int64_t* margins;
   const int64_t* previous;
+  bool inactive; /* the current stage does not run at this row count: no access happens */
   stax_status_t status;
 } verifier_t;
 
@@ -109,6 +110,7 @@ static void check_index(verifier_t* v, int32_t buffer, const stax_kir_index_t* i
   }
   bool overflow = false;
   int64_t low = 0, high = 0;
+  if (v->inactive) return;
   if (!index_range(v, index, &overflow, &low, &high)) {
     if (overflow) fail(v, what, " index overflows: buffer ", kernel->buffers[buffer]->name);
     return;
@@ -292,9 +294,12 @@ static stax_status_t verify_walk(verifier_t* v, int64_t rows) {
   if (v->margins)
     for (int64_t a = 0; a < 2 * v->access_count; a++) v->margins[a] = INT64_MIN;
   for (int32_t s = 0; s < kernel->stage_count && v->status == STAX_OK; s++) {
-    v->stage_name = kernel->stages[s]->name;
-    check_block(v, &kernel->stages[s]->body, true);
+    const stax_kir_stage_t* stage = kernel->stages[s];
+    v->stage_name = stage->name;
+    v->inactive = rows >= 0 && (rows < stage->run_min_rows || rows > stage->run_max_rows);
+    check_block(v, &stage->body, true);
   }
+  v->inactive = false;
   stax_status_t status = v->status;
   v->status = STAX_OK;
   return status;
@@ -338,6 +343,18 @@ static stax_status_t verify_rows_generic(verifier_t* v) {
   if (kernel->rows_min > kernel->rows_max)
     return stax_status_make(STAX_INTERNAL, "kernel IR '%s': no row count to run at",
                             kernel->name);
+  /* Stage run conditions must switch below the walks that check margins (k = 2, 3). */
+  int64_t settled = kernel->rows_min + 2 * period;
+  for (int32_t s = 0; s < kernel->stage_count; s++) {
+    const stax_kir_stage_t* stage = kernel->stages[s];
+    if (stage->run_min_rows > settled ||
+        (stage->run_max_rows != INT64_MAX && stage->run_max_rows >= settled))
+      return stax_status_make(STAX_INTERNAL,
+                              "kernel IR '%s', stage '%s': runs for rows %lld..%lld, which the "
+                              "proof cannot cover (below %lld)",
+                              kernel->name, stage->name, (long long)stage->run_min_rows,
+                              (long long)stage->run_max_rows, (long long)settled);
+  }
   STAX_RETURN_IF_ERROR(verify_walk(v, kernel->rows_example));
   int64_t count = v->access;
   stax_allocator_t a = kernel->allocator;

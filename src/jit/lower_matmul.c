@@ -801,7 +801,8 @@ static void choose_blocking(matmul_t* m) {
  * placed at rows R - MR .. R - 1, overlapping the tile before it. The overlapped rows are
  * computed twice, from the same inputs in the same order, so they get the same values, and
  * the tail needs no code of its own (no tile of each possible height, no recompiling). That
- * takes R >= MR (rows_min); fewer rows are refused and interpreted. The nest is the
+ * takes R >= MR; fewer rows (a few tokens) run the same scheme with four-row tiles, and
+ * one-row tiles below four rows (stage run conditions pick the stages by R). The nest is the
  * unblocked one with B packed (once per weight when B is a constant): panels in parallel
  * when there are enough for the threads, else row tiles. */
 static void emit_rows_tiles(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
@@ -820,6 +821,43 @@ static void emit_rows_tiles(matmul_t* m, stax_kir_block_t* block, const stax_kir
     stax_kir_index_t col_base = stax_kir_index_constant(panels * m->nr);
     emit_tile(m, block, row_base, &col_base, &panel, m->mr, edge_lanes, part);
   }
+}
+
+/* A stage for rows_from..rows_to rows: floor(R / h) tiles of h rows, then one overlapping
+ * tile at R - h for the rest (h > 1), each against every panel; serial. */
+static void emit_rows_serial(matmul_t* m, int32_t h, int64_t rows_from, int64_t rows_to,
+                             int64_t panels, int32_t edge_lanes, const k_part_t* part) {
+  stax_kir_kernel_t* k = m->k;
+  char name[32];
+  snprintf(name, sizeof(name), "matmul_rows%d", (int)h);
+  stax_kir_block_t* block = stax_kir_add_stage(k, name);
+  if (!block) return;
+  k->stages[k->stage_count - 1]->run_min_rows = rows_from;
+  k->stages[k->stage_count - 1]->run_max_rows = rows_to;
+  int32_t saved_mr = m->mr;
+  m->mr = h; /* emit_rows_tiles makes tiles of MR rows */
+  snprintf(name, sizeof(name), "tiles%d", (int)h);
+  int32_t tiles = h == 1 ? 0 : stax_kir_add_param(k, name, 1, 0, h, 0, 0, 0, 0);
+  stax_kir_loop_t* i = add_loop(m, block, "i", 0);
+  if (i && tiles >= 0) {
+    i->extent_param = tiles;
+    stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), h, 0);
+    emit_rows_tiles(m, &i->body, &row_base, true, panels, edge_lanes, part);
+  }
+  if (h > 1) {
+    snprintf(name, sizeof(name), "last_tile%d", (int)h);
+    int32_t overlap = stax_kir_add_param(k, name, 1, h - 1, h, -1, 0, h, 0);
+    snprintf(name, sizeof(name), "last_row%d", (int)h);
+    int32_t last_row = stax_kir_add_param(k, name, 1, 0, 1, 0, 0, 0, -h);
+    stax_kir_loop_t* o = overlap >= 0 && last_row >= 0 ? add_loop(m, block, "o", 0) : NULL;
+    if (o) {
+      o->extent_param = overlap;
+      stax_kir_index_t last = stax_kir_index_constant(0);
+      stax_kir_index_add_param(k, &last, last_row, 1);
+      emit_rows_tiles(m, &o->body, &last, true, panels, edge_lanes, part);
+    }
+  }
+  m->mr = saved_mr;
 }
 
 static void emit_compute_rows_generic(matmul_t* m) {
@@ -843,6 +881,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
   stax_kir_block_t* block = stax_kir_add_stage(k, "matmul");
   if (!block) return;
   k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
+  k->stages[k->stage_count - 1]->run_min_rows = m->mr;
   if (panels_outer) {
     /* Every row against one panel per task: the panel stays in cache over the rows. */
     if (panels > 0) {
@@ -868,6 +907,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
       stax_kir_block_t* edge = stax_kir_add_stage(k, "matmul_edge");
       if (!edge) return;
       k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
+      k->stages[k->stage_count - 1]->run_min_rows = m->mr;
       stax_kir_loop_t* i = add_loop(m, edge, "i", 0);
       if (!i) return;
       i->extent_param = tiles;
@@ -889,13 +929,20 @@ static void emit_compute_rows_generic(matmul_t* m) {
   /* The overlapping last tile of the edge panel (panels outer) or of every panel. */
   if (!panels_outer || edge_lanes) {
     stax_kir_block_t* last_block = stax_kir_add_stage(k, "matmul_last");
-    stax_kir_loop_t* o = last_block ? add_loop(m, last_block, "o", 0) : NULL;
+    if (!last_block) return;
+    k->stages[k->stage_count - 1]->run_min_rows = m->mr;
+    stax_kir_loop_t* o = add_loop(m, last_block, "o", 0);
     if (!o) return;
     o->extent_param = overlap;
     stax_kir_index_t last = stax_kir_index_constant(0);
     stax_kir_index_add_param(k, &last, last_row, 1);
     emit_rows_tiles(m, &o->body, &last, !panels_outer, panels, edge_lanes, &all);
   }
+  /* Fewer rows than one tile (a few tokens; R = 1 when decoding one): the same scheme with
+   * four-row tiles from 4 rows on, one-row tiles below, on the calling thread (under MR rows
+   * of work). */
+  if (m->mr > 4) emit_rows_serial(m, 4, 4, m->mr - 1, panels, edge_lanes, &all);
+  emit_rows_serial(m, 1, 0, m->mr > 4 ? 3 : m->mr - 1, panels, edge_lanes, &all);
 }
 
 /* The checks a rows-generic matmul needs (see above); UNIMPLEMENTED otherwise. */
@@ -937,7 +984,6 @@ stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
   m.panels = (m.n + m.nr - 1) / m.nr;
   if (L->group->rows_generic) {
     STAX_RETURN_IF_ERROR(check_rows_generic(&m));
-    m.k->rows_min = m.mr; /* the overlapping last tile needs one whole tile of rows */
     if (m.n == 0) {
       stax_kir_add_stage(m.k, "empty");
       return stax_kir_kernel_status(m.k);

@@ -294,6 +294,28 @@ static void test_verify_rows_generic(void) {
     stax_kir_kernel_destroy(k);
   }
 
+  /* A stage run condition past the proof's walks (rows_min + 2 periods) is refused; one
+   * inside is honoured: a stage reading one row past the end runs only below 2 rows, where
+   * it is out of bounds too, so it fails; the same stage is fine if it never runs there. */
+  s = rows_kernel(0);
+  at = row_index(&s, 4, 0);
+  stax_kir_add_store(s.k, &s.c->body, s.out, &at, stax_kir_load(s.k, s.in, &at));
+  s.k->stages[0]->run_max_rows = 1000;
+  CHECK_ERROR(stax_kir_verify(s.k), STAX_INTERNAL, "which the proof cannot cover");
+  stax_kir_kernel_destroy(s.k);
+  for (int64_t max_rows = 0; max_rows <= 1; max_rows++) {
+    s = rows_kernel(0);
+    at = row_index(&s, 4, 0);
+    stax_kir_index_t past = row_index(&s, 4, 4);
+    stax_kir_add_store(s.k, &s.c->body, s.out, &at, stax_kir_load(s.k, s.in, &past));
+    s.k->stages[0]->run_max_rows = max_rows; /* R = 0: no row runs; R = 1: row 0 reads row 1 */
+    if (max_rows == 0)
+      CHECK_OK(stax_kir_verify(s.k));
+    else
+      CHECK_ERROR(stax_kir_verify(s.k), STAX_INTERNAL, "out of bounds of buffer in");
+    stax_kir_kernel_destroy(s.k);
+  }
+
   /* Divisors whose lcm passes the proof's limit. */
   s = rows_kernel(0);
   stax_kir_add_param(s.k, "a", 1, 0, 997, 1, 0, 991, 0);
