@@ -15,9 +15,16 @@
  * in three streaming passes (max; exp and sum; write); otherwise a block of slices advances
  * one axis step at a time so every step reads a contiguous block. Neither needs heap scratch:
  * float32 / float64 Softmax parks exp(x - max) in the output between the last two passes so
- * exp runs once per element. */
+ * exp runs once per element.
+ *
+ * Fast path: float32 Softmax over an axis contiguous in input and output (attention scores,
+ * the common case) runs in float32 with a polynomial exp the compiler vectorizes (Cephes'
+ * expf: within 2 ulp; arguments below -87.33, where exp leaves float32's normal range, give
+ * 0) and a double sum: about 6x faster than libm's double exp per element, which was most of
+ * an interpreted attention block's time (a BERT-base layer at 4 x 128 tokens: 9.7 ms of 128). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernel.h"
 
@@ -39,6 +46,77 @@ typedef struct softmax_ctx_t {
 } softmax_ctx_t;
 
 static inline double max_with_nan(double a, double b) { return (b > a || b != b) ? b : a; }
+
+/* exp for x <= 0 and not NaN (x - max in a softmax row without NaN), straight-line so loops
+ * over it vectorize: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial,
+ * 2^n through the exponent bits; x < -87.33 (past float32's normal range) gives 0. */
+static inline float exp_nonpositive_f32(float x) {
+  /* x < -87.33 is found from the sign of x + 87.33 and handled with bit masks, not selects
+   * (a select is control flow to GCC without -ffinite-math-only, and blocks vectorizing). */
+  float t = x + 87.33f;
+  int32_t t_bits;
+  memcpy(&t_bits, &t, sizeof(t_bits));
+  int32_t tiny = t_bits >> 31; /* all ones when x < -87.33 */
+  int32_t one_bits = tiny & 0x3f800000;
+  float tiny_one;
+  memcpy(&tiny_one, &one_bits, sizeof(tiny_one));
+  float xc = x - t * tiny_one; /* -87.33 when tiny */
+  /* Round to nearest by adding and subtracting 1.5 * 2^23 (no call: SSE2 has no round). */
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float z = r * r;
+  float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+              4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  int32_t scale_bits = ((int32_t)n + 127) << 23; /* n in [-126, 0] */
+  float scale;
+  memcpy(&scale, &scale_bits, sizeof(scale));
+  float y = p * scale;
+  int32_t y_bits;
+  memcpy(&y_bits, &y, sizeof(y_bits));
+  y_bits &= ~tiny;
+  memcpy(&y, &y_bits, sizeof(y));
+  return y;
+}
+
+/* The fast path (see the file comment): contiguous float32 rows. */
+static void softmax_slice_f32(const softmax_ctx_t* c, int64_t in_offset, int64_t out_offset) {
+  const float* in = (const float*)c->input + in_offset;
+  float* out = (float*)c->output + out_offset;
+  int64_t n = c->axis_length;
+  /* Reductions keep 8 independent partials (the compiler may not reorder float sums or
+   * maxima itself), the exp loop has none, so both run wide. */
+  float maxes[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                    -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  int32_t nans = 0;
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int32_t j = 0; j < 8; j++) {
+      maxes[j] = in[k + j] > maxes[j] ? in[k + j] : maxes[j];
+      nans |= in[k + j] != in[k + j];
+    }
+  for (; k < n; k++) {
+    maxes[0] = in[k] > maxes[0] ? in[k] : maxes[0];
+    nans |= in[k] != in[k];
+  }
+  float max = maxes[0];
+  for (int32_t j = 1; j < 8; j++) max = maxes[j] > max ? maxes[j] : max;
+  if (nans || isinf(max)) {
+    /* A NaN, or an infinite maximum (inf - inf is NaN, and so is the sum), makes the whole
+     * row NaN, as the double path computes it. */
+    for (k = 0; k < n; k++) out[k] = NAN;
+    return;
+  }
+  for (k = 0; k < n; k++) out[k] = exp_nonpositive_f32(in[k] - max);
+  double sums[8] = {0};
+  for (k = 0; k + 8 <= n; k += 8)
+    for (int32_t j = 0; j < 8; j++) sums[j] += (double)out[k + j];
+  for (; k < n; k++) sums[0] += (double)out[k];
+  double sum = 0.0;
+  for (int32_t j = 0; j < 8; j++) sum += sums[j];
+  float inverse = (float)(1.0 / sum);
+  for (int64_t k = 0; k < n; k++) out[k] *= inverse;
+}
 
 /* Rows of any float dtype as doubles (strides in elements). */
 static void load(const softmax_ctx_t* c, int64_t offset, int64_t stride, int64_t count,
@@ -66,6 +144,11 @@ static bool parks_exponentials(const softmax_ctx_t* c) {
 
 /* One slice along the axis, in three passes (two for Hardmax). */
 static void softmax_slice(const softmax_ctx_t* c, int64_t in_offset, int64_t out_offset) {
+  if (c->kind == KIND_SOFTMAX && c->dtype == STAX_DTYPE_FLOAT32 && c->axis_input_stride == 1 &&
+      c->axis_output_stride == 1) {
+    softmax_slice_f32(c, in_offset, out_offset);
+    return;
+  }
   double values[SOFTMAX_BLOCK];
   int64_t length = c->axis_length, in_stride = c->axis_input_stride;
   int64_t out_stride = c->axis_output_stride;

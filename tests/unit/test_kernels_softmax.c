@@ -226,6 +226,56 @@ static void test_softmax_extreme_values(void) {
   stax_tensor_release(x);
 }
 
+/* The float32 fast path (contiguous axis): against the double reference, 4 ulp-ish relative
+ * (plus what float32 inputs round) over rows of 1 to 600, rows spanning 0..-200 (exp leaves
+ * float32's range: those elements must be 0 or tiny), a NaN row, a row with +inf (NaN, as
+ * in double), a row of -inf with one finite value, and in place. */
+static void test_softmax_float32_fast_path(void) {
+  const int64_t lengths[] = {1, 7, 64, 600};
+  for (int l = 0; l < 4; l++) {
+    int64_t n = lengths[l], dims[2] = {5, n};
+    double* values = calloc((size_t)(5 * n), sizeof(double));
+    double* expected = calloc((size_t)(5 * n), sizeof(double));
+    double* got = calloc((size_t)(5 * n), sizeof(double));
+    for (int64_t i = 0; i < 5 * n; i++) values[i] = (float)random_value();
+    for (int64_t k = 0; k < n; k++) values[2 * n + k] = (float)(-200.0 * (double)k / (double)n);
+    if (n > 1) values[3 * n + 1] = NAN;
+    if (n > 1) values[1 * n + 0] = INFINITY; /* inf - inf: the whole row NaN */
+    for (int64_t k = 0; k < n; k++) values[4 * n + k] = k == n / 2 ? 3.0 : -INFINITY;
+    reference(STAX_OP_Softmax, 2, dims, 1, values, expected);
+    stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 2, dims, values);
+    for (int in_place = 0; in_place < 2; in_place++) {
+      stax_tensor_t* y = NULL;
+      if (in_place) {
+        y = x;
+        stax_tensor_retain(y);
+        stax_node_attr_t attr = kt_attr_int("axis", 1);
+        CHECK_OK(kt_call_kernel(stax_kernel_Softmax, STAX_OP_Softmax, "s", &attr, 1, &x, 1, &y,
+                                1, kt_allocator(), NULL));
+      } else {
+        CHECK_OK(run_softmax(STAX_OP_Softmax, true, 1, x, NULL, &y));
+      }
+      if (!y) continue;
+      kt_read_values(y, got);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < 5 * n; i++) {
+        bool ok = isnan(expected[i]) ? isnan(got[i])
+                                     : fabs(got[i] - expected[i]) <= 1e-6 * expected[i] + 1e-37;
+        if (!ok && bad++ < 3)
+          fprintf(stderr, "n %lld element %lld: %.9g vs %.9g\n", (long long)n, (long long)i,
+                  got[i], expected[i]);
+      }
+      CHECK_EQ_INT(bad, 0);
+      stax_tensor_release(y);
+      if (in_place) break; /* x now holds outputs */
+    }
+    stax_tensor_release(x);
+    free(values);
+    free(expected);
+    free(got);
+  }
+}
+
 /* A transposed view and a negatively strided slice, into preallocated outputs. */
 static void test_softmax_views_preallocated(void) {
   const int64_t dims[] = {5, 6};
@@ -342,6 +392,7 @@ static void test_softmax_errors(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_softmax_literal), STAX_TEST(test_softmax_reference_all_axes),
+               STAX_TEST(test_softmax_float32_fast_path),
                STAX_TEST(test_softmax_long_axis), STAX_TEST(test_softmax_half_types),
                STAX_TEST(test_softmax_extreme_values),
                STAX_TEST(test_softmax_views_preallocated), STAX_TEST(test_softmax_zero_sized),
