@@ -56,11 +56,15 @@ static inline float exp_nonpositive_f32(float x) {
   float t = x + 87.33f;
   int32_t t_bits;
   memcpy(&t_bits, &t, sizeof(t_bits));
-  int32_t tiny = t_bits >> 31; /* all ones when x < -87.33 */
-  int32_t one_bits = tiny & 0x3f800000;
-  float tiny_one;
-  memcpy(&tiny_one, &one_bits, sizeof(tiny_one));
-  float xc = x - t * tiny_one; /* -87.33 when tiny */
+  int32_t tiny = t_bits >> 31; /* all ones when x < -87.33 (or x is -inf) */
+  /* xc = tiny ? -87.33 : x, as a bit select (arithmetic would make -inf NaN). */
+  const float floor_value = -87.33f;
+  int32_t x_bits, floor_bits;
+  memcpy(&x_bits, &x, sizeof(x_bits));
+  memcpy(&floor_bits, &floor_value, sizeof(floor_bits));
+  int32_t xc_bits = (x_bits & ~tiny) | (floor_bits & tiny);
+  float xc;
+  memcpy(&xc, &xc_bits, sizeof(xc));
   /* Round to nearest by adding and subtracting 1.5 * 2^23 (no call: SSE2 has no round). */
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
@@ -68,7 +72,7 @@ static inline float exp_nonpositive_f32(float x) {
   float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
               4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
   p = p * z + r + 1.0f;
-  int32_t scale_bits = ((int32_t)n + 127) << 23; /* n in [-126, 0] */
+  uint32_t scale_bits = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0] */
   float scale;
   memcpy(&scale, &scale_bits, sizeof(scale));
   float y = p * scale;
