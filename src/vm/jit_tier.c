@@ -1242,10 +1242,11 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   /* Exact versions only for what the class version lacks, once it has finished: groups
    * that cannot be rows-generic (attention over S x S, Conv) or a segment without open
    * dims. */
-  bool class_lacks = false;
+  int32_t lacking = 0;
   if (class_ready && cls->complete)
-    for (int32_t g = 0; g < plan->group_count && !class_lacks; g++)
-      class_lacks = plan->groups[g].lowerable && !cls->kernels[g];
+    for (int32_t g = 0; g < plan->group_count; g++)
+      lacking += plan->groups[g].lowerable && !cls->kernels[g];
+  bool class_lacks = lacking > 0;
   bool exact_wanted = !cls || cls->state == VERSION_FAILED || (cls->complete && class_lacks);
   jit_version* ver = jit_version_find(seg, hash, frame->sig, sig_count);
   if (!ver && (exact_wanted || !cls)) {
@@ -1257,8 +1258,12 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   /* An exact version that only adds what the generic one lacks must earn its compile: the
    * generic version already runs the rest, and on 2 cores a compile takes time from the calls
    * (BENCH.md S2: exact supplements at the plain threshold cost 0.91x -> 0.67x ORT on 1
-   * thread, 0.81x -> 0.41x on 2). Only a signature that stays hot gets one. */
-  uint32_t exact_threshold = (uint32_t)threshold * (class_ready ? JIT_SUPPLEMENT_FACTOR : 1);
+   * thread, 0.81x -> 0.41x on 2). Only a signature that stays hot gets one, unless the
+   * generic version lacks most of the groups (a CNN whose convolutions have no
+   * rows-generic lowering): then the exact version is most of the work, and comes at the
+   * plain threshold. */
+  bool mostly_generic = class_ready && 2 * lacking <= plan->lowerable_count;
+  uint32_t exact_threshold = (uint32_t)threshold * (mostly_generic ? JIT_SUPPLEMENT_FACTOR : 1);
   if (ver && exact_wanted && ver->state == VERSION_COUNTING && ++ver->seen >= exact_threshold) {
     bool* skip = class_ready ? calloc((size_t)plan->group_count, sizeof(bool)) : NULL;
     for (int32_t g = 0; skip && g < plan->group_count; g++) skip[g] = cls->kernels[g] != NULL;
