@@ -273,9 +273,7 @@ stax_status_t stax_jit_compile_group(stax_jit_backend_t* backend, const stax_jit
     return status;
   }
   status = compile_verified(backend, kir, &opts, lower_ms, out_kernel);
-  if (status != STAX_OK && opts.cache_only) {
-    /* A probe of the object cache that missed: nothing failed. */
-  } else if (status != STAX_OK) {
+  if (status != STAX_OK && !opts.cache_only) { /* a cache probe that missed did not fail */
     atomic_fetch_add(&stats_failed, 1);
     STAX_LOG(JIT, "compile failed: %s", stax_status_message(status));
   }
@@ -414,14 +412,10 @@ static bool rows_tensor_fits(const kernel_buffer_t* info, const stax_tensor_t* t
   int32_t tail = info->rank - 1;
   int32_t lead = tensor->rank - tail;
   if (tensor->dtype != info->dtype || lead < 1) return false;
-  int64_t rows = 1;
-  int64_t inner_stride = info->strides[0]; /* what the next-inner lead dim must stride by */
-  for (int32_t d = lead - 1; d >= 0; d--) {
-    int64_t dim = tensor->dims[d];
-    if (dim > 1 && tensor->strides[d] != inner_stride) return false;
-    if (__builtin_mul_overflow(rows, dim, &rows)) return false;
-    if (dim > 1 && __builtin_mul_overflow(inner_stride, dim, &inner_stride)) return false;
-  }
+  int64_t rows = 1, row_stride = 0;
+  if (!stax_shape_lead_rows(lead, tensor->dims, tensor->strides, &rows, &row_stride) ||
+      (row_stride != 0 && row_stride != info->strides[0]))
+    return false;
   bool empty = rows == 0;
   for (int32_t d = 0; d < tail; d++) {
     int64_t dim = tensor->dims[lead + d];

@@ -393,7 +393,6 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
   lower_t L;
   memset(&L, 0, sizeof(L));
   L.group = group;
-  L.rows_example = ROWS_EXAMPLE;
   L.options = options;
   L.allocator = allocator;
   L.vector_lanes_f32 = options->vector_bits / 32 < 2 ? 2 : options->vector_bits / 32;

@@ -51,10 +51,6 @@ typedef struct lower_t {
   /* Per node: data a kernel-specific lowering attaches (row kernels' locals). */
   void** node_data;
   int32_t vector_lanes_f32; /* lanes of a native float32 vector */
-  /* Rows-generic groups: the example R lowering sees in every rows value's dims[0] (see
-   * stax_jit_lower_group: a prime past every tile height, so no dim of extent 1 and no tile
-   * count special-cases the example). */
-  int64_t rows_example;
 } lower_t;
 
 /* ---- helpers (lower.c) -------------------------------------------------------------------- */

@@ -68,6 +68,25 @@ void stax_shape_contiguous_strides(int32_t rank, const int64_t* dims, int64_t* o
   }
 }
 
+bool stax_shape_lead_rows(int32_t lead, const int64_t* dims, const int64_t* strides,
+                          int64_t* out_rows, int64_t* out_row_stride) {
+  int64_t rows = 1, row_stride = 0, inner = 0; /* inner: what the next outer dim must stride */
+  for (int32_t d = lead - 1; d >= 0; d--) {
+    if (__builtin_mul_overflow(rows, dims[d], &rows)) return false;
+    if (dims[d] <= 1) continue;
+    if (row_stride == 0) {
+      row_stride = strides[d];
+      if (row_stride == 0) return false; /* a broadcast lead dim is not rows */
+    } else if (strides[d] != inner) {
+      return false;
+    }
+    if (__builtin_mul_overflow(strides[d], dims[d], &inner)) return false;
+  }
+  *out_rows = rows;
+  *out_row_stride = row_stride;
+  return true;
+}
+
 bool stax_shape_extent(int32_t rank, const int64_t* dims, const int64_t* strides,
                        int64_t* out_lowest, int64_t* out_highest) {
   int64_t lowest = 0, highest = 0;

@@ -94,6 +94,13 @@ void stax_shape_contiguous_strides(int32_t rank, const int64_t* dims, int64_t* o
  * when the view is empty or the arithmetic overflows int64. */
 bool stax_shape_extent(int32_t rank, const int64_t* dims, const int64_t* strides,
                        int64_t* out_lowest, int64_t* out_highest);
+/* Whether dims [0, lead) walk as one dim of rows: each dim of extent > 1 strides over the
+ * next-inner one of extent > 1 (dims of extent 1 stride anyhow). *out_rows: their product;
+ * *out_row_stride: the stride of the innermost one of extent > 1, 0 when there is none.
+ * False when they do not, or the arithmetic overflows. (The JIT's rows-generic kernels take
+ * `[B, S, 768]` as R = B*S rows of 768 this way.) */
+bool stax_shape_lead_rows(int32_t lead, const int64_t* dims, const int64_t* strides,
+                          int64_t* out_rows, int64_t* out_row_stride);
 
 /* "[2, 3, 4]" for messages, by value so it can sit inside a printf argument list:
  *   stax_status_make(..., "dims %s", stax_dims_text(rank, dims).text) */

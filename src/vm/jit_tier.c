@@ -48,9 +48,11 @@ static void jit_plan_free(jit_plan* plan) {
     free(gp->node_words);
     free(gp->inputs);
     free(gp->outputs);
+    free(gp->value_leads);
   }
   free(plan->groups);
   free(plan->ext_regs);
+  free(plan->ext_leads);
   free(plan->alloc_words);
   free(plan->alloc_group);
   free(plan->free_regs);
@@ -244,7 +246,16 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
     gp->lowerable = !(gp->node_count == 1 && jit_node_kind(op) == KIND_ALONE) &&
                     !(gp->output_count < 1 && plan->group_count > 1);
     if (gp->lowerable) plan->lowerable_count++;
+    /* Shape classes read every value's open lead dims (jit_tier_class.c): once, here. */
+    gp->value_leads = calloc((size_t)gp->value_count + 1, sizeof(int32_t));
+    if (!gp->value_leads) goto oom;
+    for (int32_t v = 0; v < gp->value_count; v++)
+      gp->value_leads[v] = stax_vm_jit_register_lead(program, gp->value_regs[v]);
   }
+  plan->ext_leads = calloc((size_t)plan->ext_count + 1, sizeof(int32_t));
+  if (!plan->ext_leads) goto oom;
+  for (int32_t e = 0; e < plan->ext_count; e++)
+    plan->ext_leads[e] = stax_vm_jit_register_lead(program, plan->ext_regs[e]);
   /* Post instructions run after the group of the last compute before them (so a view runs
    * once its source is materialized and before any group that reads it); stores and views
    * after the last compute run at the end. */
@@ -955,9 +966,7 @@ void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
  * released meanwhile. */
 static bool jit_request_from_cache(jit_cache* cache, int32_t s, jit_version* ver,
                                    jit_desc* descs) {
-  const jit_plan* plan = &cache->segments[s].plan;
-  int32_t group_count = plan->group_count, sig_count = ver->sig_count;
-  (void)plan;
+  int32_t group_count = cache->segments[s].plan.group_count, sig_count = ver->sig_count;
   uint64_t hash = ver->hash;
   int64_t* sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
   stax_jit_kernel_t** kernels = calloc((size_t)group_count, sizeof(*kernels));

@@ -18,27 +18,19 @@ int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg) {
   return lead;
 }
 
-/* True when dims [0, lead) walk as one row dim: each dim of extent > 1 strides over the
- * next-inner one of extent > 1 (what stax_jit_kernel_run accepts). *out_row_stride: the
- * stride of the innermost lead dim of extent > 1 (or of dim lead - 1 when none is). */
+/* True when dims [0, lead) walk as rows (stax_shape_lead_rows, what stax_jit_kernel_run
+ * accepts). *out_row_stride: the stride of the innermost lead dim of extent > 1, or of dim
+ * lead - 1 when none is. */
 static bool lead_merges(int32_t lead, const int64_t* dims, const int64_t* strides,
                         int64_t* out_row_stride) {
-  int64_t inner = 0;
-  bool have_inner = false;
-  for (int32_t d = lead - 1; d >= 0; d--) {
-    if (dims[d] <= 1) continue;
-    if (have_inner && strides[d] != inner) return false;
-    if (!have_inner) *out_row_stride = strides[d];
-    have_inner = true;
-    inner = strides[d] * dims[d];
-  }
-  if (!have_inner) *out_row_stride = strides[lead - 1];
+  int64_t rows = 0;
+  if (!stax_shape_lead_rows(lead, dims, strides, &rows, out_row_stride)) return false;
+  if (*out_row_stride == 0) *out_row_stride = strides[lead - 1];
   return true;
 }
 
 bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
                                  int32_t* out_count, uint64_t* out_hash) {
-  const stax_program_t* program = ctx->program;
   int32_t n = 0;
   bool any_open = false;
   sig[n++] = JIT_CLASS_MARK;
@@ -46,7 +38,7 @@ bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan
     int32_t reg = plan->ext_regs[e];
     const stax_tensor_t* t = ctx->registers[reg];
     if (!stax_vm_jit_input_header(ctx, reg, &sig[n++])) return false;
-    int32_t lead = stax_vm_jit_register_lead(program, reg);
+    int32_t lead = plan->ext_leads[e];
     if (lead > t->rank) lead = t->rank;
     any_open |= lead > 0;
     /* Open dims are left out (one word that says so); fixed ones are kept. */
@@ -94,7 +86,7 @@ bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_grou
                                    jit_desc* d) {
   int32_t lead = 0, first = -1;
   for (int32_t v = 0; v < gp->value_count; v++) {
-    int32_t l = stax_vm_jit_register_lead(program, gp->value_regs[v]);
+    int32_t l = gp->value_leads[v];
     if (l == 0) continue;
     if (first < 0) {
       first = v;
@@ -106,7 +98,7 @@ bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_grou
   if (first < 0) return false;
   for (int32_t v = 0; v < gp->value_count; v++) {
     stax_jit_value_t* value = &d->values[v];
-    if (stax_vm_jit_register_lead(program, gp->value_regs[v]) == 0) continue;
+    if (gp->value_leads[v] == 0) continue;
     if (value->rank < lead) return false;
     int64_t row_stride = 0;
     if (!lead_merges(lead, value->dims, value->strides, &row_stride)) return false;

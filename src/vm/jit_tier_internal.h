@@ -41,6 +41,7 @@ typedef struct jit_group_plan {
    * cache lock). The statistics count a call as fully compiled when every such group ran a
    * kernel. */
   bool lowerable;
+  int32_t* value_leads; /* per value: stax_vm_jit_register_lead of its register */
 } jit_group_plan;
 
 typedef struct jit_plan {
@@ -48,6 +49,7 @@ typedef struct jit_plan {
   int32_t start_word, next_word;
   int32_t ext_count;
   int32_t* ext_regs; /* registers read but not written in the segment: the guarded inputs */
+  int32_t* ext_leads; /* per external input: stax_vm_jit_register_lead (class signatures) */
   int32_t alloc_count;
   int32_t* alloc_words; /* the segment's ALLOC instructions */
   /* Per ALLOC: the group whose temporary it allocates (a hit skips it unless that group is

@@ -729,7 +729,38 @@ static void test_fault_injection(void) {
   CHECK(failing_runs >= 12); /* one failure point per allocation in the sequence */
 }
 
-STAX_TEST_MAIN(STAX_TEST(test_create), STAX_TEST(test_create_errors),
+/* stax_shape_lead_rows: which leading dims walk as rows, how many, and their row stride. */
+static void test_lead_rows(void) {
+  int64_t rows = -1, stride = -1;
+  /* Contiguous [4, 5, 768]: 20 rows of stride 768. */
+  int64_t dims[3] = {4, 5, 768}, contiguous[3] = {3840, 768, 1};
+  CHECK(stax_shape_lead_rows(2, dims, contiguous, &rows, &stride));
+  CHECK_EQ_INT(rows, 20);
+  CHECK_EQ_INT(stride, 768);
+  /* Transposed leads ([5, 4] swapped): no. */
+  int64_t swapped[3] = {768, 3072, 1};
+  CHECK(!stax_shape_lead_rows(2, dims, swapped, &rows, &stride));
+  /* Dims of extent 1 stride anyhow; none of extent > 1: stride 0. */
+  int64_t ones[3] = {1, 1, 768}, odd[3] = {7, 99, 1};
+  CHECK(stax_shape_lead_rows(2, ones, odd, &rows, &stride));
+  CHECK_EQ_INT(rows, 1);
+  CHECK_EQ_INT(stride, 0);
+  int64_t one_inner[3] = {4, 1, 768}, padded[3] = {1000, 5, 1};
+  CHECK(stax_shape_lead_rows(2, one_inner, padded, &rows, &stride));
+  CHECK_EQ_INT(rows, 4);
+  CHECK_EQ_INT(stride, 1000);
+  /* A broadcast lead (stride 0) is not rows; zero rows are. */
+  int64_t broadcast[3] = {0, 768, 1};
+  CHECK(!stax_shape_lead_rows(2, dims, broadcast, &rows, &stride));
+  int64_t empty[3] = {0, 5, 768};
+  CHECK(stax_shape_lead_rows(2, empty, contiguous, &rows, &stride));
+  CHECK_EQ_INT(rows, 0);
+  /* Overflow of the row count. */
+  int64_t huge[2] = {INT64_MAX / 2, 4}, huge_strides[2] = {4, 1};
+  CHECK(!stax_shape_lead_rows(2, huge, huge_strides, &rows, &stride));
+}
+
+STAX_TEST_MAIN(STAX_TEST(test_create), STAX_TEST(test_create_errors), STAX_TEST(test_lead_rows),
                STAX_TEST(test_create_view_bounds), STAX_TEST(test_wrap),
                STAX_TEST(test_views_share_data), STAX_TEST(test_reshape),
                STAX_TEST(test_reshape_non_contiguous), STAX_TEST(test_transpose),
