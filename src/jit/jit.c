@@ -42,7 +42,12 @@ typedef struct kernel_stage_t {
   int32_t extent_param;      /* rows-generic: the parallel extent is this parameter, or -1 */
   int64_t parallel_min_rows; /* rows-generic: serial below this many rows */
   int64_t run_min_rows, run_max_rows; /* rows-generic: runs only for these row counts */
+  int32_t when_param[2];              /* symbolic: runs only while these conditions hold */
+  int64_t when_min[2], when_max[2];
 } kernel_stage_t;
+
+/* Symbolic kernels: parameter tuples already verified (or refused), a small ring. */
+#define VERIFIED_SLOTS 32
 
 struct stax_jit_kernel_s {
   atomic_int refcount;
@@ -62,6 +67,15 @@ struct stax_jit_kernel_s {
   int64_t rows_min, rows_max;
   int32_t param_count;
   stax_kir_param_t params[STAX_KIR_MAX_PARAMS];
+  /* Symbolic kernels: the kernel IR is kept, to evaluate parameters and verify each new
+   * tuple of them before running it (kernel_ir.h); `verified` holds VERIFIED_SLOTS tuples of
+   * param_count values, `verdict` whether each passed. */
+  bool symbolic;
+  stax_kir_kernel_t* kir;
+  pthread_mutex_t verified_lock;
+  int64_t* verified;
+  bool verdict[VERIFIED_SLOTS];
+  int32_t verified_count, verified_next;
   char* kernel_ir_text;
   double lower_ms, compile_ms;
 };
@@ -128,6 +142,12 @@ static void kernel_free(stax_jit_kernel_t* kernel) {
                       sizeof(kernel_stage_t) * (size_t)(kernel->stage_count + 1));
   stax_jit_text_free_string(a, kernel->name);
   stax_jit_text_free_string(a, kernel->kernel_ir_text);
+  if (kernel->symbolic) {
+    stax_kir_kernel_destroy(kernel->kir);
+    stax_allocator_free(a, kernel->verified,
+                        sizeof(int64_t) * VERIFIED_SLOTS * (size_t)(kernel->param_count + 1));
+    pthread_mutex_destroy(&kernel->verified_lock);
+  }
   stax_allocator_free(a, kernel, sizeof(*kernel));
 }
 
@@ -172,6 +192,11 @@ static stax_status_t kernel_describe(stax_jit_kernel_t* kernel, const stax_kir_k
     kernel->stages[s].parallel_min_rows = kir->stages[s]->parallel_min_rows;
     kernel->stages[s].run_min_rows = kir->stages[s]->run_min_rows;
     kernel->stages[s].run_max_rows = kir->stages[s]->run_max_rows;
+    for (int32_t c = 0; c < 2; c++) {
+      kernel->stages[s].when_param[c] = kir->stages[s]->when_param[c];
+      kernel->stages[s].when_min[c] = kir->stages[s]->when_min[c];
+      kernel->stages[s].when_max[c] = kir->stages[s]->when_max[c];
+    }
     const stax_kir_stmt_t* first = kir->stages[s]->body.first;
     if (first && !first->next && first->kind == STAX_KIR_STMT_LOOP &&
         kir->loops[first->loop]->parallel) {
@@ -240,6 +265,10 @@ stax_status_t stax_jit_compile_kernel_ir(stax_jit_backend_t* backend, const stax
                                          const stax_jit_compile_options_t* options,
                                          stax_jit_kernel_t** out_kernel) {
   *out_kernel = NULL;
+  if (kir->symbolic)
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "kernel IR '%s' is symbolic: compile it from a group (the kernel "
+                            "keeps its IR to check each new shape)", kir->name);
   stax_status_t status = stax_kir_verify(kir);
   if (status == STAX_OK) status = compile_verified(backend, kir, options, 0.0, out_kernel);
   if (status != STAX_OK) atomic_fetch_add(&stats_failed, 1);
@@ -277,6 +306,20 @@ stax_status_t stax_jit_compile_group(stax_jit_backend_t* backend, const stax_jit
     atomic_fetch_add(&stats_failed, 1);
     STAX_LOG(JIT, "compile failed: %s", stax_status_message(status));
   }
+  if (status == STAX_OK && kir->symbolic) {
+    stax_jit_kernel_t* kernel = *out_kernel;
+    stax_allocator_t a = kernel->allocator;
+    status = stax_allocator_calloc(a, VERIFIED_SLOTS * (size_t)(kir->param_count + 1),
+                                   sizeof(int64_t), (void**)&kernel->verified);
+    if (status == STAX_OK) {
+      pthread_mutex_init(&kernel->verified_lock, NULL);
+      kernel->symbolic = true;
+      kernel->kir = kir; /* kept: see the struct */
+      return STAX_OK;
+    }
+    stax_jit_kernel_release(kernel);
+    *out_kernel = NULL;
+  }
   stax_kir_kernel_destroy(kir);
   return status;
 }
@@ -299,10 +342,11 @@ static void stage_range(void* context, int64_t begin, int64_t end) {
 
 /* Runs the kernel. prefilled (NULL, or per buffer): scratch buffers already filled (a packed
  * constant weight kept with it): they are used as they are and the stages filling them are
- * skipped. only_fill >= 0: run just the stages filling that buffer (into prefilled's). */
+ * skipped. only_fill >= 0: run just the stages filling that buffer (into prefilled's).
+ * values: a symbolic kernel's parameters (checked and verified), NULL otherwise. */
 static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
                                 void* const* prefilled, int32_t only_fill, int64_t rows,
-                                stax_threadpool_t* pool) {
+                                const int64_t* values, stax_threadpool_t* pool) {
   int32_t count = kernel->buffer_count;
   int32_t arguments = kernel->input_count + kernel->output_count;
   /* One slot more than the buffers: a rows-generic kernel finds its parameters there. */
@@ -323,7 +367,7 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
   }
   int64_t params[STAX_KIR_MAX_PARAMS] = {0};
   for (int32_t p = 0; p < kernel->param_count; p++)
-    params[p] = stax_kir_param_value(&kernel->params[p], rows);
+    params[p] = values ? values[p] : stax_kir_param_value(&kernel->params[p], rows);
   buffers[count] = params;
   for (int32_t b = arguments; b < count && status == STAX_OK; b++) {
     if (prefilled && prefilled[b]) {
@@ -333,6 +377,13 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
     if (only_fill >= 0) continue; /* the fill stages touch only their buffer */
     const kernel_buffer_t* info = &kernel->buffers[b];
     size_t bytes = (size_t)(info->highest + 1) * stax_dtype_size(info->dtype);
+    if (values) { /* contiguous, of the size its parameters give */
+      const stax_kir_buffer_t* source = kernel->kir->buffers[b];
+      int64_t elements = 1;
+      for (int32_t d = 0; d < source->rank; d++)
+        elements *= stax_kir_buffer_dim_at(source, d, values);
+      bytes = (size_t)elements * stax_dtype_size(info->dtype);
+    }
     status = stax_buffer_allocate_pooled(bytes ? bytes : 1, &scratch[b]);
     if (status == STAX_OK) buffers[b] = stax_buffer_data(scratch[b]);
   }
@@ -343,10 +394,16 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
       continue;
     if (kernel->rows_generic && (rows < stage->run_min_rows || rows > stage->run_max_rows))
       continue;
+    bool skip = false;
+    for (int32_t c = 0; c < 2 && values; c++) {
+      int32_t p = stage->when_param[c];
+      if (p >= 0 && (values[p] < stage->when_min[c] || values[p] > stage->when_max[c])) skip = true;
+    }
+    if (skip) continue;
     stage_call_t call = {kernel->code.stages[s], buffers};
     if (stage->parallel) {
       int64_t extent = stage->extent_param >= 0 ? params[stage->extent_param] : stage->extent;
-      if (extent > 0 && rows < stage->parallel_min_rows)
+      if (extent > 0 && !values && rows < stage->parallel_min_rows)
         call.fn(buffers, 0, extent); /* too little work to wake the pool */
       else if (extent > 0)
         stax_parallel_for(pool, extent, stage->grain, stage_range, &call);
@@ -368,7 +425,11 @@ stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, void* const* d
     return stax_status_make(STAX_INVALID_ARGUMENT,
                             "JIT kernel '%s' is rows-generic: run it with stax_jit_kernel_run",
                             kernel->name);
-  return kernel_run(kernel, data, NULL, -1, 0, pool);
+  if (kernel->symbolic)
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "JIT kernel '%s' is symbolic: run it with stax_jit_kernel_run",
+                            kernel->name);
+  return kernel_run(kernel, data, NULL, -1, 0, NULL, pool);
 }
 
 /* The filled form of scratch buffer `b` for this run's constant source, kept with the
@@ -393,7 +454,7 @@ static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const ke
   if (status == STAX_OK) {
     void* prefilled[MAX_STACK_BUFFERS] = {0};
     prefilled[b] = fresh;
-    status = kernel_run(kernel, data, prefilled, b, rows, pool);
+    status = kernel_run(kernel, data, prefilled, b, rows, NULL, pool);
     if (status != STAX_OK) stax_allocator_free_aligned(stax_allocator_system(), fresh, bytes, 64);
   }
   if (status != STAX_OK) {
@@ -493,6 +554,126 @@ static void byte_range(const kernel_buffer_t* info, const void* data, int64_t ro
   *high = base + (uintptr_t)((highest + 1) * size);
 }
 
+/* Whether a symbolic kernel's accesses stay inside its buffers at these parameter values:
+ * verified once per tuple (kernel_ir_verify.c), then remembered. */
+static stax_status_t symbolic_verified(stax_jit_kernel_t* kernel, const int64_t* values) {
+  int32_t n = kernel->param_count;
+  size_t row = (size_t)n + 1;
+  pthread_mutex_lock(&kernel->verified_lock);
+  for (int32_t i = 0; i < kernel->verified_count; i++) {
+    if (memcmp(&kernel->verified[(size_t)i * row], values, sizeof(int64_t) * (size_t)n) != 0)
+      continue;
+    bool ok = kernel->verdict[i];
+    pthread_mutex_unlock(&kernel->verified_lock);
+    return ok ? STAX_OK
+              : stax_status_make(STAX_FAILED_PRECONDITION,
+                                 "JIT kernel '%s' declined these shapes (their accesses could "
+                                 "not be verified in bounds)",
+                                 kernel->name);
+  }
+  pthread_mutex_unlock(&kernel->verified_lock);
+  stax_status_t status = stax_kir_verify_params(kernel->kir, values);
+  pthread_mutex_lock(&kernel->verified_lock);
+  int32_t slot = kernel->verified_next;
+  kernel->verified_next = (slot + 1) % VERIFIED_SLOTS;
+  if (kernel->verified_count < VERIFIED_SLOTS) kernel->verified_count++;
+  memcpy(&kernel->verified[(size_t)slot * row], values, sizeof(int64_t) * (size_t)n);
+  kernel->verdict[slot] = status == STAX_OK;
+  pthread_mutex_unlock(&kernel->verified_lock);
+  if (status == STAX_OK) return STAX_OK;
+  STAX_LOG(JIT, "symbolic kernel '%s' declines a shape: %s", kernel->name,
+           stax_status_message(status));
+  stax_status_t declined = stax_status_make(STAX_FAILED_PRECONDITION,
+                                            "JIT kernel '%s' declined these shapes: %s",
+                                            kernel->name, stax_status_message(status));
+  stax_status_free(status);
+  return declined;
+}
+
+/* A symbolic kernel's run: the parameters come from the arguments' dims and strides; every
+ * argument must then have the dims and strides they imply (and the fixed ones compiled), and
+ * the tuple must verify. */
+static stax_status_t symbolic_run(stax_jit_kernel_t* kernel, stax_tensor_t* const* inputs,
+                                  stax_tensor_t* const* outputs, stax_threadpool_t* pool) {
+  const stax_kir_kernel_t* kir = kernel->kir;
+  int32_t arguments = kernel->input_count + kernel->output_count;
+  if (arguments > MAX_STACK_BUFFERS)
+    return stax_status_make(STAX_FAILED_PRECONDITION, "JIT kernel '%s': too many arguments",
+                            kernel->name);
+  const stax_tensor_t* tensors[MAX_STACK_BUFFERS];
+  const int64_t* dims[MAX_STACK_BUFFERS + 1];
+  const int64_t* strides[MAX_STACK_BUFFERS + 1];
+  void* data[MAX_STACK_BUFFERS];
+  for (int32_t b = 0; b <= MAX_STACK_BUFFERS; b++) dims[b] = strides[b] = NULL;
+  for (int32_t i = 0; i < arguments; i++) {
+    const stax_tensor_t* t = i < kernel->input_count ? inputs[i] : outputs[i - kernel->input_count];
+    const kernel_buffer_t* info = &kernel->buffers[i];
+    if (!t || t->dtype != info->dtype || t->rank != info->rank)
+      return stax_status_make(STAX_FAILED_PRECONDITION,
+                              "JIT kernel '%s': argument %d ('%s') is missing or not %s of rank "
+                              "%d",
+                              kernel->name, (int)i, info->name, stax_dtype_name(info->dtype),
+                              (int)info->rank);
+    tensors[i] = t;
+    dims[i] = t->dims;
+    strides[i] = t->strides;
+    data[i] = stax_tensor_data(t);
+  }
+  int64_t values[STAX_KIR_MAX_PARAMS];
+  if (!stax_kir_params_evaluate(kir, dims, strides, values))
+    return stax_status_make(STAX_FAILED_PRECONDITION,
+                            "JIT kernel '%s': its parameters overflow at these shapes",
+                            kernel->name);
+  for (int32_t i = 0; i < arguments; i++) {
+    const stax_kir_buffer_t* b = kir->buffers[i];
+    const stax_tensor_t* t = tensors[i];
+    bool empty = stax_tensor_element_count(t) == 0;
+    for (int32_t d = 0; d < b->rank; d++) {
+      int64_t dim = stax_kir_buffer_dim_at(b, d, values);
+      bool stride_ok = t->dims[d] <= 1 || empty || t->strides[d] == stax_kir_buffer_stride_at(b, d, values);
+      if (t->dims[d] != dim || !stride_ok)
+        return stax_status_make(
+            STAX_FAILED_PRECONDITION,
+            "JIT kernel '%s': argument %d ('%s') dim %d is %lld with stride %lld; its "
+            "class has %lld with stride %lld",
+            kernel->name, (int)i, b->name, (int)d, (long long)t->dims[d],
+            (long long)t->strides[d], (long long)dim,
+            (long long)stax_kir_buffer_stride_at(b, d, values));
+    }
+  }
+  STAX_RETURN_IF_ERROR(symbolic_verified(kernel, values));
+  /* Outputs must not overlap other arguments (an elementwise kernel may write in place over
+   * the very same view of an input). */
+  for (int32_t o = kernel->input_count; o < arguments; o++) {
+    int64_t olow = 0, ohigh = -1;
+    if (!stax_shape_extent(tensors[o]->rank, tensors[o]->dims, tensors[o]->strides, &olow, &ohigh))
+      continue;
+    size_t size = stax_dtype_size(tensors[o]->dtype);
+    uintptr_t obase = (uintptr_t)data[o];
+    for (int32_t i = 0; i < arguments; i++) {
+      int64_t low = 0, high = -1;
+      if (i == o ||
+          !stax_shape_extent(tensors[i]->rank, tensors[i]->dims, tensors[i]->strides, &low, &high))
+        continue;
+      uintptr_t base = (uintptr_t)data[i];
+      size_t isize = stax_dtype_size(tensors[i]->dtype);
+      if (base + (uintptr_t)(low * (int64_t)isize) >= obase + (uintptr_t)((ohigh + 1) * (int64_t)size) ||
+          obase + (uintptr_t)(olow * (int64_t)size) >= base + (uintptr_t)((high + 1) * (int64_t)isize))
+        continue;
+      const stax_tensor_t* a = tensors[o];
+      const stax_tensor_t* c = tensors[i];
+      bool same_view = data[i] == data[o] && a->dtype == c->dtype && a->rank == c->rank &&
+                       memcmp(a->dims, c->dims, sizeof(int64_t) * (size_t)a->rank) == 0 &&
+                       memcmp(a->strides, c->strides, sizeof(int64_t) * (size_t)a->rank) == 0;
+      if (!(kernel->in_place_safe && i < kernel->input_count && same_view))
+        return stax_status_make(STAX_FAILED_PRECONDITION,
+                                "JIT kernel '%s': output '%s' overlaps argument '%s'",
+                                kernel->name, kernel->buffers[o].name, kernel->buffers[i].name);
+    }
+  }
+  return kernel_run(kernel, data, NULL, -1, 0, values, pool);
+}
+
 stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count,
                                   stax_tensor_t* const* inputs, int32_t output_count,
                                   stax_tensor_t* const* outputs, stax_threadpool_t* pool) {
@@ -501,6 +682,7 @@ stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count
                             "JIT kernel '%s' takes %d inputs and %d outputs, got %d and %d",
                             kernel->name, (int)kernel->input_count, (int)kernel->output_count,
                             (int)input_count, (int)output_count);
+  if (kernel->symbolic) return symbolic_run(kernel, inputs, outputs, pool);
   int32_t arguments = input_count + output_count;
   void* stack[MAX_STACK_BUFFERS];
   void** data = stack;
@@ -559,7 +741,7 @@ stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count
         any = any || prefilled[stage->fills];
       }
     }
-    status = kernel_run(kernel, data, any ? prefilled : NULL, -1, rows, pool);
+    status = kernel_run(kernel, data, any ? prefilled : NULL, -1, rows, NULL, pool);
   }
   if (data != stack)
     stax_allocator_free(kernel->allocator, data, sizeof(void*) * (size_t)arguments);
@@ -580,6 +762,9 @@ void stax_jit_kernel_release(stax_jit_kernel_t* kernel) {
 
 bool stax_jit_kernel_rows_generic(const stax_jit_kernel_t* kernel) {
   return kernel->rows_generic;
+}
+bool stax_jit_kernel_shape_generic(const stax_jit_kernel_t* kernel) {
+  return kernel->rows_generic || kernel->symbolic;
 }
 const char* stax_jit_kernel_name(const stax_jit_kernel_t* kernel) {
   return kernel->name;

@@ -60,6 +60,9 @@ typedef struct stax_jit_value_t {
   /* Rows-generic groups: dims[0] is the group's row count R, a run-time parameter of the
    * kernel (dims[0] here is only an example; strides[0] is the row stride for every R). */
   bool rows;
+  /* Symbolic groups: bit d set when dim d / stride d varies over the class (the kernel reads
+   * it at run time); dims and strides here are one example. */
+  uint32_t open_dims, open_strides;
 } stax_jit_value_t;
 
 typedef struct stax_jit_node_t {
@@ -89,6 +92,11 @@ typedef struct stax_jit_group_t {
    * each other); every other value and dim is fixed. Lowerings that cannot make such a
    * kernel (Conv) refuse with UNIMPLEMENTED. */
   bool rows_generic;
+  /* One kernel for the shapes whose open dims and strides (stax_jit_value_t.open_dims and
+   * open_strides) take any value: a symbolic kernel (kernel_ir.h), which checks each new
+   * tuple of them at run time. Lowered by the batched MatMul (attention's QK^T and P.V) and
+   * the row kernels (Softmax over an open last axis); others refuse with UNIMPLEMENTED. */
+  bool symbolic;
 } stax_jit_group_t;
 
 /* ---- the backend ------------------------------------------------------------------------- */
@@ -189,6 +197,9 @@ void stax_jit_kernel_release(stax_jit_kernel_t* kernel);
 const char* stax_jit_kernel_name(const stax_jit_kernel_t* kernel);
 /* True for a rows-generic kernel (stax_jit_group_t.rows_generic). */
 bool stax_jit_kernel_rows_generic(const stax_jit_kernel_t* kernel);
+/* True for a rows-generic or symbolic kernel: one that serves a class of shapes and may
+ * decline some of them (the caller then interprets the group). */
+bool stax_jit_kernel_shape_generic(const stax_jit_kernel_t* kernel);
 int32_t stax_jit_kernel_input_count(const stax_jit_kernel_t* kernel);
 int32_t stax_jit_kernel_output_count(const stax_jit_kernel_t* kernel);
 /* Texts kept when the options asked for them; NULL otherwise. Borrowed. */

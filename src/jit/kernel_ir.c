@@ -132,6 +132,7 @@ int32_t stax_kir_add_buffer(stax_kir_kernel_t* kernel, const char* name,
   buffer->dtype = dtype;
   buffer->rank = rank;
   for (int32_t d = 0; d < rank; d++) buffer->dims[d] = dims[d];
+  for (int32_t d = 0; d < STAX_MAX_RANK; d++) buffer->dim_params[d] = buffer->stride_params[d] = -1;
   if (strides) {
     for (int32_t d = 0; d < rank; d++) buffer->strides[d] = strides[d];
   } else {
@@ -162,6 +163,7 @@ stax_kir_block_t* stax_kir_add_stage(stax_kir_kernel_t* kernel, const char* name
   stage->name = kernel_strdup(kernel, name);
   stage->fills = stage->source = -1;
   stage->run_max_rows = INT64_MAX;
+  stage->when_param[0] = stage->when_param[1] = -1;
   if (table_push(kernel, (void***)&kernel->stages, &kernel->stage_count, &kernel->stage_capacity,
                  stage) < 0)
     return NULL;
@@ -290,15 +292,26 @@ stax_kir_index_t stax_kir_index_constant(int64_t constant) {
 
 void stax_kir_index_add_term(stax_kir_kernel_t* kernel, stax_kir_index_t* index, int32_t loop,
                              int64_t coefficient) {
+  stax_kir_index_add_term_scaled(kernel, index, loop, coefficient, -1);
+}
+
+void stax_kir_index_add_term_scaled(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
+                                    int32_t loop, int64_t coefficient, int32_t p) {
   if (coefficient == 0 || loop < 0) return;
+  int32_t scale = p < 0 ? 0 : p + 1;
+  if (p >= kernel->param_count || (p >= 0 && !kernel->symbolic)) {
+    internal_error(kernel, "index term scaled by an unknown parameter", NULL);
+    return;
+  }
   for (int32_t t = 0; t < index->term_count; t++) {
-    if (index->loops[t] != loop) continue;
+    if (index->loops[t] != loop || index->scales[t] != scale) continue;
     index->coefficients[t] += coefficient;
     if (index->coefficients[t] == 0) {
       /* Keep terms dense: move the last one into the hole. */
       index->term_count--;
       index->loops[t] = index->loops[index->term_count];
       index->coefficients[t] = index->coefficients[index->term_count];
+      index->scales[t] = index->scales[index->term_count];
     }
     return;
   }
@@ -308,6 +321,7 @@ void stax_kir_index_add_term(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
   }
   index->loops[index->term_count] = loop;
   index->coefficients[index->term_count] = coefficient;
+  index->scales[index->term_count] = scale;
   index->term_count++;
 }
 
@@ -316,7 +330,8 @@ void stax_kir_index_add_scaled(stax_kir_kernel_t* kernel, stax_kir_index_t* inde
   if (scale == 0) return;
   index->constant += other->constant * scale;
   for (int32_t t = 0; t < other->term_count; t++)
-    stax_kir_index_add_term(kernel, index, other->loops[t], other->coefficients[t] * scale);
+    stax_kir_index_add_term_scaled(kernel, index, other->loops[t], other->coefficients[t] * scale,
+                                   other->scales[t] - 1);
 }
 
 int64_t stax_kir_index_coefficient(const stax_kir_index_t* index, int32_t loop) {
@@ -357,6 +372,8 @@ int32_t stax_kir_add_param(stax_kir_kernel_t* kernel, const char* name, int64_t 
   p->mul[0] = mul0, p->add[0] = add0, p->div[0] = div0;
   p->mul[1] = mul1, p->add[1] = add1, p->div[1] = div1;
   p->offset = offset;
+  p->kind = STAX_KIR_PARAM_ROWS;
+  p->buffer = p->dim = p->of = p->times = -1;
   return kernel->param_count++;
 }
 
@@ -387,6 +404,212 @@ bool stax_kir_buffer_reach(const stax_kir_buffer_t* buffer, int64_t rows, int64_
   for (int32_t d = 0; d < buffer->rank; d++) dims[d] = buffer->dims[d];
   dims[0] = rows;
   return stax_shape_extent(buffer->rank, dims, buffer->strides, out_lowest, out_highest);
+}
+
+/* ---- symbolic kernels -------------------------------------------------------------------- */
+
+void stax_kir_set_symbolic(stax_kir_kernel_t* kernel) {
+  if (kernel_failed(kernel)) return;
+  if (kernel->rows_generic || kernel->param_count != 0) {
+    internal_error(kernel, "symbolic after rows-generic or parameters", NULL);
+    return;
+  }
+  kernel->symbolic = true;
+}
+
+static stax_kir_param_t* new_param(stax_kir_kernel_t* kernel, const char* name) {
+  if (kernel_failed(kernel)) return NULL;
+  if (!kernel->symbolic || kernel->param_count == STAX_KIR_MAX_PARAMS) {
+    internal_error(kernel, "bad or one too many symbolic parameters:", name);
+    return NULL;
+  }
+  stax_kir_param_t* p = &kernel->params[kernel->param_count];
+  memset(p, 0, sizeof(*p));
+  p->name = kernel_strdup(kernel, name);
+  p->buffer = p->dim = p->of = p->times = -1;
+  return p;
+}
+
+int32_t stax_kir_add_read_param(stax_kir_kernel_t* kernel, const char* name, int32_t buffer,
+                                int32_t dim, bool stride) {
+  bool ok = buffer >= 0 && buffer < kernel->buffer_count && dim >= 0 &&
+            dim < kernel->buffers[buffer]->rank &&
+            kernel->buffers[buffer]->role != STAX_KIR_BUFFER_SCRATCH;
+  if (!ok && !kernel_failed(kernel)) {
+    internal_error(kernel, "parameter read from a bad buffer dim:", name);
+    return -1;
+  }
+  /* The same read twice is the same parameter. */
+  stax_kir_param_kind_t kind = stride ? STAX_KIR_PARAM_STRIDE : STAX_KIR_PARAM_DIM;
+  for (int32_t q = 0; q < kernel->param_count; q++)
+    if (kernel->params[q].kind == kind && kernel->params[q].buffer == buffer &&
+        kernel->params[q].dim == dim)
+      return q;
+  stax_kir_param_t* p = new_param(kernel, name);
+  if (!p) return -1;
+  p->kind = kind;
+  p->buffer = buffer;
+  p->dim = dim;
+  return kernel->param_count++;
+}
+
+int32_t stax_kir_add_derived_param(stax_kir_kernel_t* kernel, const char* name, int32_t of,
+                                   int64_t mul0, int64_t add0, int64_t div0, int64_t mul1,
+                                   int64_t add1, int64_t div1, int64_t offset) {
+  if (!kernel_failed(kernel) && (of < 0 || of >= kernel->param_count || div0 < 0 || div1 < 0)) {
+    internal_error(kernel, "bad derived parameter", name);
+    return -1;
+  }
+  stax_kir_param_t* p = new_param(kernel, name);
+  if (!p) return -1;
+  p->kind = STAX_KIR_PARAM_DERIVED;
+  p->of = of;
+  p->mul[0] = mul0, p->add[0] = add0, p->div[0] = div0;
+  p->mul[1] = mul1, p->add[1] = add1, p->div[1] = div1;
+  p->offset = offset;
+  return kernel->param_count++;
+}
+
+int32_t stax_kir_param_product(stax_kir_kernel_t* kernel, int32_t a, int32_t b) {
+  if (kernel_failed(kernel)) return -1;
+  if (a < 0 || b < 0 || a >= kernel->param_count || b >= kernel->param_count) {
+    internal_error(kernel, "product of unknown parameters", NULL);
+    return -1;
+  }
+  if (a > b) {
+    int32_t t = a;
+    a = b;
+    b = t;
+  }
+  for (int32_t q = 0; q < kernel->param_count; q++) {
+    const stax_kir_param_t* p = &kernel->params[q];
+    if (p->kind == STAX_KIR_PARAM_DERIVED && p->of == a && p->times == b && p->mul[0] == 1 &&
+        p->add[0] == 0 && p->div[0] == 1 && p->div[1] == 0 && p->offset == 0)
+      return q;
+  }
+  char name[64];
+  snprintf(name, sizeof(name), "%s_x_%s", kernel->params[a].name, kernel->params[b].name);
+  int32_t q = stax_kir_add_derived_param(kernel, name, a, 1, 0, 1, 0, 0, 0, 0);
+  if (q >= 0) kernel->params[q].times = b;
+  return q;
+}
+
+static bool buffer_dim_ok(stax_kir_kernel_t* kernel, int32_t buffer, int32_t dim, int32_t p) {
+  if (kernel_failed(kernel)) return false;
+  if (!kernel->symbolic || buffer < 0 || buffer >= kernel->buffer_count || dim < 0 ||
+      dim >= kernel->buffers[buffer]->rank || p < 0 || p >= kernel->param_count) {
+    internal_error(kernel, "bad buffer parameter", NULL);
+    return false;
+  }
+  return true;
+}
+
+void stax_kir_buffer_dim_param(stax_kir_kernel_t* kernel, int32_t buffer, int32_t dim, int32_t p) {
+  if (buffer_dim_ok(kernel, buffer, dim, p)) kernel->buffers[buffer]->dim_params[dim] = p;
+}
+
+void stax_kir_buffer_stride_param(stax_kir_kernel_t* kernel, int32_t buffer, int32_t dim,
+                                  int32_t p) {
+  if (buffer_dim_ok(kernel, buffer, dim, p)) kernel->buffers[buffer]->stride_params[dim] = p;
+}
+
+void stax_kir_index_add_scaled_param(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
+                                     const stax_kir_index_t* other, int32_t p) {
+  if (p < 0) {
+    stax_kir_index_add_scaled(kernel, index, other, 1);
+    return;
+  }
+  stax_kir_index_t copy = *other;
+  if (copy.constant) stax_kir_index_add_param(kernel, index, p, copy.constant);
+  for (int32_t t = 0; t < copy.term_count; t++) {
+    int32_t loop = copy.loops[t], scale = copy.scales[t] - 1;
+    if (loop >= STAX_KIR_PARAM_TERM) {
+      /* param * coefficient * p: a product parameter (times the old scale, if any). */
+      int32_t q = stax_kir_param_product(kernel, loop - STAX_KIR_PARAM_TERM, p);
+      if (scale >= 0) q = stax_kir_param_product(kernel, q, scale);
+      if (q >= 0) stax_kir_index_add_param(kernel, index, q, copy.coefficients[t]);
+      continue;
+    }
+    int32_t q = scale >= 0 ? stax_kir_param_product(kernel, scale, p) : p;
+    stax_kir_index_add_term_scaled(kernel, index, loop, copy.coefficients[t], q);
+  }
+}
+
+void stax_kir_stage_when(stax_kir_kernel_t* kernel, int32_t p, int64_t min, int64_t max) {
+  if (kernel_failed(kernel)) return;
+  stax_kir_stage_t* stage = kernel->stage_count ? kernel->stages[kernel->stage_count - 1] : NULL;
+  int32_t c = stage && stage->when_param[0] >= 0 ? 1 : 0;
+  if (!stage || !kernel->symbolic || p < 0 || p >= kernel->param_count || stage->when_param[c] >= 0) {
+    internal_error(kernel, "bad stage condition", NULL);
+    return;
+  }
+  stage->when_param[c] = p;
+  stage->when_min[c] = min;
+  stage->when_max[c] = max;
+}
+
+static bool floor_div(int64_t a, int64_t b, int64_t* out) {
+  if (b <= 0) return false;
+  int64_t q = a / b;
+  if ((a % b != 0) && (a < 0)) q--;
+  *out = q;
+  return true;
+}
+
+static bool params_from(const stax_kir_kernel_t* kernel, const int64_t* const* dims,
+                        const int64_t* const* strides, bool example, int64_t* values) {
+  for (int32_t q = 0; q < kernel->param_count; q++) {
+    const stax_kir_param_t* p = &kernel->params[q];
+    int64_t value = 0;
+    switch (p->kind) {
+      case STAX_KIR_PARAM_DIM:
+      case STAX_KIR_PARAM_STRIDE: {
+        const stax_kir_buffer_t* b = kernel->buffers[p->buffer];
+        const int64_t* source = example ? (p->kind == STAX_KIR_PARAM_DIM ? b->dims : b->strides)
+                                        : (p->kind == STAX_KIR_PARAM_DIM ? dims[p->buffer]
+                                                                         : strides[p->buffer]);
+        if (!source) return false;
+        value = source[p->dim];
+        break;
+      }
+      case STAX_KIR_PARAM_DERIVED: {
+        int64_t x = values[p->of];
+        value = p->offset;
+        for (int32_t t = 0; t < 2; t++) {
+          if (p->div[t] == 0) continue;
+          int64_t sum = 0, quotient = 0, term = 0;
+          if (__builtin_add_overflow(x, p->add[t], &sum) || !floor_div(sum, p->div[t], &quotient) ||
+              __builtin_mul_overflow(p->mul[t], quotient, &term) ||
+              __builtin_add_overflow(value, term, &value))
+            return false;
+        }
+        if (p->times >= 0 && __builtin_mul_overflow(value, values[p->times], &value)) return false;
+        break;
+      }
+      case STAX_KIR_PARAM_ROWS: return false;
+    }
+    values[q] = value;
+  }
+  return true;
+}
+
+bool stax_kir_params_evaluate(const stax_kir_kernel_t* kernel, const int64_t* const* dims,
+                              const int64_t* const* strides, int64_t* out_values) {
+  return kernel->symbolic && params_from(kernel, dims, strides, false, out_values);
+}
+
+bool stax_kir_params_example(const stax_kir_kernel_t* kernel, int64_t* out_values) {
+  return kernel->symbolic && params_from(kernel, NULL, NULL, true, out_values);
+}
+
+int64_t stax_kir_buffer_dim_at(const stax_kir_buffer_t* buffer, int32_t d, const int64_t* values) {
+  return buffer->dim_params[d] >= 0 && values ? values[buffer->dim_params[d]] : buffer->dims[d];
+}
+
+int64_t stax_kir_buffer_stride_at(const stax_kir_buffer_t* buffer, int32_t d,
+                                  const int64_t* values) {
+  return buffer->stride_params[d] >= 0 && values ? values[buffer->stride_params[d]]
+                                                 : buffer->strides[d];
 }
 
 /* ---- expressions ------------------------------------------------------------------------- */

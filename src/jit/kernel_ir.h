@@ -43,17 +43,21 @@
 #define STAX_KIR_MAX_INDEX_TERMS 16
 /* Widest vector a loop may ask for (lanes). */
 #define STAX_KIR_MAX_VECTOR_WIDTH 64
-/* Run-time parameters of a rows-generic kernel (see "Rows-generic kernels" below). */
-#define STAX_KIR_MAX_PARAMS 8
+/* Run-time parameters of a rows-generic or symbolic kernel (see "Rows-generic kernels" and
+ * "Symbolic kernels" below). */
+#define STAX_KIR_MAX_PARAMS 64
 /* An index term whose "loop" is STAX_KIR_PARAM_TERM + p multiplies parameter p, not a loop
  * counter: the same term list then carries both, and merging terms needs no special case. */
 #define STAX_KIR_PARAM_TERM (1 << 24)
 
+/* A term is coefficients[t] * loop counter (or parameter) loops[t], times parameter
+ * scales[t] - 1 when scales[t] > 0 (symbolic kernels: a stride known only at run time). */
 typedef struct stax_kir_index_t {
   int64_t constant;
   int32_t term_count;
   int32_t loops[STAX_KIR_MAX_INDEX_TERMS];
   int64_t coefficients[STAX_KIR_MAX_INDEX_TERMS];
+  int32_t scales[STAX_KIR_MAX_INDEX_TERMS];
 } stax_kir_index_t;
 
 /* ---- operators --------------------------------------------------------------------------- */
@@ -185,6 +189,10 @@ typedef struct stax_kir_buffer_t {
   /* Rows-generic kernels: dims[0] is the kernel's row count (parameter 0), whatever the
    * example's dims[0] was; strides[0] stays what it is for every row count. */
   bool rows;
+  /* Symbolic kernels: dim / stride d is parameter dim_params[d] / stride_params[d] at run time
+   * (-1: the value above, fixed); dims and strides above are the example's. */
+  int32_t dim_params[STAX_MAX_RANK];
+  int32_t stride_params[STAX_MAX_RANK];
 } stax_kir_buffer_t;
 
 typedef struct stax_kir_local_t {
@@ -210,6 +218,10 @@ typedef struct stax_kir_stage_t {
    * stage below. Both ends must lie below rows_min + 2 * the parameters' period (the
    * verifier's proof walks every R up to there). */
   int64_t run_min_rows, run_max_rows;
+  /* Symbolic kernels: the stage runs only while every condition c with when_param[c] >= 0
+   * holds: when_min[c] <= parameter when_param[c] <= when_max[c]. */
+  int32_t when_param[2];
+  int64_t when_min[2], when_max[2];
 } stax_kir_stage_t;
 
 /* A run-time parameter of a rows-generic kernel, a function of the row count R >= 0:
@@ -217,10 +229,20 @@ typedef struct stax_kir_stage_t {
  * (add[t] >= 0, div[t] >= 1). Quasi-linear on purpose: value(R + P) - value(R) is the same for
  * every R when P is a multiple of every div, which is what lets the verifier prove a kernel's
  * accesses in bounds for every row count by checking a few (kernel_ir_verify.c). */
+typedef enum stax_kir_param_kind_e {
+  STAX_KIR_PARAM_ROWS = 0,   /* rows-generic: the formula below in R */
+  STAX_KIR_PARAM_DIM,        /* symbolic: dim `dim` of the tensor passed as buffer `buffer` */
+  STAX_KIR_PARAM_STRIDE,     /* symbolic: stride `dim` of that tensor */
+  STAX_KIR_PARAM_DERIVED,    /* symbolic: the formula below in parameter `of`, times `times` */
+} stax_kir_param_kind_t;
+
 typedef struct stax_kir_param_t {
   const char* name;
   int64_t mul[2], add[2], div[2];
   int64_t offset;
+  stax_kir_param_kind_t kind;
+  int32_t buffer, dim; /* DIM, STRIDE */
+  int32_t of, times;   /* DERIVED: earlier parameters (times -1: no factor) */
 } stax_kir_param_t;
 
 typedef struct stax_kir_kernel_t {
@@ -251,6 +273,11 @@ typedef struct stax_kir_kernel_t {
    * for every R). */
   bool rows_generic;
   int64_t rows_min, rows_max, rows_example;
+  /* Symbolic kernels (stax_kir_set_symbolic): parameters read from the arguments' dims and
+   * strides at run time, and derived from those. The verifier checks the kernel at the
+   * example (the buffers' dims and strides) and the host again at every new parameter tuple
+   * before running it (stax_kir_verify_params). */
+  bool symbolic;
   int32_t param_count;
   stax_kir_param_t params[STAX_KIR_MAX_PARAMS];
   stax_status_t status; /* first builder error, owned */
@@ -308,6 +335,53 @@ void stax_kir_index_add_param(stax_kir_kernel_t* kernel, stax_kir_index_t* index
  * buffer); false when it is then empty. */
 bool stax_kir_buffer_reach(const stax_kir_buffer_t* buffer, int64_t rows, int64_t* out_lowest,
                            int64_t* out_highest);
+
+/* ---- symbolic kernels ---------------------------------------------------------------------
+ * A kernel any of whose extents, dims and strides may be run-time parameters, read from its
+ * arguments (a batch, a sequence length, the strides of a view over them). Bounds cannot be
+ * proven once for every value, so the host evaluates the parameters from the tensors, checks
+ * every argument's dims and strides against them, and verifies the kernel at those values
+ * (memoized) before it runs; a tuple that fails is declined and the group interpreted.
+ * (kernel_ir_symbolic.c) */
+
+void stax_kir_set_symbolic(stax_kir_kernel_t* kernel);
+/* A parameter read from an argument: dim (stride when `stride`) d of buffer b's tensor. */
+int32_t stax_kir_add_read_param(stax_kir_kernel_t* kernel, const char* name, int32_t buffer,
+                                int32_t dim, bool stride);
+/* mul0 * floor((of + add0) / div0) + mul1 * floor((of + add1) / div1) + offset (div 0 leaves
+ * a term out; floor division rounds toward minus infinity). */
+int32_t stax_kir_add_derived_param(stax_kir_kernel_t* kernel, const char* name, int32_t of,
+                                   int64_t mul0, int64_t add0, int64_t div0, int64_t mul1,
+                                   int64_t add1, int64_t div1, int64_t offset);
+/* The parameter a * b (an existing one when already made). */
+int32_t stax_kir_param_product(stax_kir_kernel_t* kernel, int32_t a, int32_t b);
+/* Ties dim / stride d of buffer b to parameter p (the host checks the tensor has it). */
+void stax_kir_buffer_dim_param(stax_kir_kernel_t* kernel, int32_t buffer, int32_t dim, int32_t p);
+void stax_kir_buffer_stride_param(stax_kir_kernel_t* kernel, int32_t buffer, int32_t dim,
+                                  int32_t p);
+/* index += coefficient * loop * parameter p (p -1: a plain term). */
+void stax_kir_index_add_term_scaled(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
+                                    int32_t loop, int64_t coefficient, int32_t p);
+/* index += other * parameter p (p -1: index += other). */
+void stax_kir_index_add_scaled_param(stax_kir_kernel_t* kernel, stax_kir_index_t* index,
+                                     const stax_kir_index_t* other, int32_t p);
+/* Restricts the stage added last to min <= parameter p <= max (two conditions at most). */
+void stax_kir_stage_when(stax_kir_kernel_t* kernel, int32_t p, int64_t min, int64_t max);
+/* Every parameter's value given each argument buffer's dims and strides (dims[b], strides[b]
+ * for INPUT / OUTPUT buffers; NULL for the others): false when a read parameter names no
+ * argument or the arithmetic overflows. */
+bool stax_kir_params_evaluate(const stax_kir_kernel_t* kernel, const int64_t* const* dims,
+                              const int64_t* const* strides, int64_t* out_values);
+/* The same from the buffers' own (example) dims and strides. */
+bool stax_kir_params_example(const stax_kir_kernel_t* kernel, int64_t* out_values);
+/* Buffer b's dim / stride d at these parameter values. */
+int64_t stax_kir_buffer_dim_at(const stax_kir_buffer_t* buffer, int32_t d, const int64_t* values);
+int64_t stax_kir_buffer_stride_at(const stax_kir_buffer_t* buffer, int32_t d,
+                                  const int64_t* values);
+/* A symbolic kernel's accesses checked at these parameter values (INTERNAL when one leaves
+ * its buffer, which the host treats as "decline"). */
+STAX_MUST_USE stax_status_t stax_kir_verify_params(const stax_kir_kernel_t* kernel,
+                                                   const int64_t* values);
 
 /* Affine indices (by value; terms with the same loop merge, zero coefficients vanish). */
 stax_kir_index_t stax_kir_index_constant(int64_t constant);

@@ -44,6 +44,8 @@ static void print_index(stax_jit_text_t* text, const stax_kir_kernel_t* kernel,
     } else {
       stax_jit_text_appendf(text, "%" PRId64 "*%s", magnitude, name);
     }
+    if (index->scales[t] > 0)
+      stax_jit_text_appendf(text, "*%s", kernel->params[index->scales[t] - 1].name);
     any = true;
   }
   if (!any) {
@@ -197,9 +199,33 @@ static void print_params(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
   }
 }
 
+/* A symbolic kernel's parameters: where each is read, or how it is derived (the example's
+ * values are never printed: the text is the same for every shape of the class). */
+static void print_symbolic_params(stax_jit_text_t* text, const stax_kir_kernel_t* kernel) {
+  stax_jit_text_append(text, "  symbolic\n");
+  for (int32_t q = 0; q < kernel->param_count; q++) {
+    const stax_kir_param_t* p = &kernel->params[q];
+    stax_jit_text_appendf(text, "  param %s = ", p->name);
+    if (p->kind == STAX_KIR_PARAM_DIM || p->kind == STAX_KIR_PARAM_STRIDE) {
+      stax_jit_text_appendf(text, "%s of %s[%d]\n", p->kind == STAX_KIR_PARAM_DIM ? "dim" : "stride",
+                            kernel->buffers[p->buffer]->name, (int)p->dim);
+      continue;
+    }
+    const char* of = kernel->params[p->of].name;
+    for (int32_t t = 0; t < 2; t++)
+      if (p->div[t] > 0)
+        stax_jit_text_appendf(text, "%s%" PRId64 "*floor((%s + %" PRId64 ") / %" PRId64 ")",
+                              t ? " + " : "", p->mul[t], of, p->add[t], p->div[t]);
+    stax_jit_text_appendf(text, " + %" PRId64, p->offset);
+    if (p->times >= 0) stax_jit_text_appendf(text, " times %s", kernel->params[p->times].name);
+    stax_jit_text_append(text, "\n");
+  }
+}
+
 static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel) {
   stax_jit_text_appendf(text, "kernel %s\n", kernel->name);
   if (kernel->rows_generic) print_params(text, kernel);
+  if (kernel->symbolic) print_symbolic_params(text, kernel);
   for (int32_t b = 0; b < kernel->buffer_count; b++) {
     const stax_kir_buffer_t* buffer = kernel->buffers[b];
     stax_jit_text_appendf(text, "  buffer %d %s: %s[", (int)b, buffer->name,
@@ -207,12 +233,20 @@ static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
     for (int32_t d = 0; d < buffer->rank; d++) {
       if (d == 0 && buffer->rows)
         stax_jit_text_append(text, "rows");
+      else if (buffer->dim_params[d] >= 0)
+        stax_jit_text_appendf(text, "%s%s", d ? ", " : "",
+                              kernel->params[buffer->dim_params[d]].name);
       else
         stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->dims[d]);
     }
     stax_jit_text_append(text, "] strides [");
-    for (int32_t d = 0; d < buffer->rank; d++)
-      stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->strides[d]);
+    for (int32_t d = 0; d < buffer->rank; d++) {
+      if (buffer->stride_params[d] >= 0)
+        stax_jit_text_appendf(text, "%s%s", d ? ", " : "",
+                              kernel->params[buffer->stride_params[d]].name);
+      else
+        stax_jit_text_appendf(text, "%s%" PRId64, d ? ", " : "", buffer->strides[d]);
+    }
     stax_jit_text_appendf(text, "] %s\n", role_name(buffer->role));
   }
   for (int32_t s = 0; s < kernel->stage_count; s++) {
@@ -226,6 +260,15 @@ static void print_kernel(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
     if (stage->run_min_rows > 0 || stage->run_max_rows != INT64_MAX)
       stax_jit_text_appendf(text, "    (runs for rows %" PRId64 "..%" PRId64 ")\n",
                             stage->run_min_rows, stage->run_max_rows);
+    for (int32_t c = 0; c < 2; c++) {
+      if (stage->when_param[c] < 0) continue;
+      stax_jit_text_appendf(text, "    (runs for %s in %" PRId64 "..",
+                            kernel->params[stage->when_param[c]].name, stage->when_min[c]);
+      if (stage->when_max[c] == INT64_MAX)
+        stax_jit_text_append(text, "inf)\n");
+      else
+        stax_jit_text_appendf(text, "%" PRId64 ")\n", stage->when_max[c]);
+    }
     if (stage->parallel_min_rows > 0)
       stax_jit_text_appendf(text, "    (parallel from %" PRId64 " rows)\n",
                             stage->parallel_min_rows);

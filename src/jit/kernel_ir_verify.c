@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jit/kernel_ir.h"
+#include "runtime/tensor_internal.h"
 
 typedef struct verifier_t {
   const stax_kir_kernel_t* kernel;
@@ -33,6 +34,8 @@ typedef struct verifier_t {
   int64_t* margins;
   const int64_t* previous;
   bool inactive; /* the current stage does not run at this row count: no access happens */
+  bool params_set; /* params[] hold this walk's values (rows-generic at `rows`, symbolic) */
+  int32_t dead;    /* enclosing loops that run zero times here: their accesses never happen */
   stax_status_t status;
 } verifier_t;
 
@@ -46,7 +49,7 @@ static void fail(verifier_t* v, const char* fmt, const char* a, const char* b) {
  * loop has extent 0 (the access never happens) or the arithmetic overflows. */
 static int64_t loop_extent(const verifier_t* v, int32_t loop) {
   const stax_kir_loop_t* l = v->kernel->loops[loop];
-  return v->rows >= 0 && l->extent_param >= 0 ? v->params[l->extent_param] : l->extent;
+  return v->params_set && l->extent_param >= 0 ? v->params[l->extent_param] : l->extent;
 }
 
 static bool index_range(const verifier_t* v, const stax_kir_index_t* index,
@@ -57,9 +60,11 @@ static bool index_range(const verifier_t* v, const stax_kir_index_t* index,
     int32_t loop = index->loops[t];
     if (loop >= STAX_KIR_PARAM_TERM) {
       /* A parameter term: one value at this row count (the example's for a plain walk). */
-      int64_t value = v->rows >= 0 ? v->params[loop - STAX_KIR_PARAM_TERM] : 0;
-      int64_t term = 0;
-      if (__builtin_mul_overflow(index->coefficients[t], value, &term) ||
+      int64_t value = v->params_set ? v->params[loop - STAX_KIR_PARAM_TERM] : 0;
+      int64_t term = 0, factor = index->coefficients[t];
+      if ((index->scales[t] > 0 &&
+           __builtin_mul_overflow(factor, v->params[index->scales[t] - 1], &factor)) ||
+          __builtin_mul_overflow(factor, value, &term) ||
           __builtin_add_overflow(low, term, &low) || __builtin_add_overflow(high, term, &high)) {
         *out_overflow = true;
         return false;
@@ -68,8 +73,10 @@ static bool index_range(const verifier_t* v, const stax_kir_index_t* index,
     }
     int64_t extent = loop_extent(v, loop);
     if (extent <= 0) return false;
-    int64_t reach = 0;
-    if (__builtin_mul_overflow(index->coefficients[t], extent - 1, &reach)) {
+    int64_t reach = 0, coefficient = index->coefficients[t];
+    if ((index->scales[t] > 0 &&
+         __builtin_mul_overflow(coefficient, v->params[index->scales[t] - 1], &coefficient)) ||
+        __builtin_mul_overflow(coefficient, extent - 1, &reach)) {
       *out_overflow = true;
       return false;
     }
@@ -95,8 +102,20 @@ static void check_index(verifier_t* v, int32_t buffer, const stax_kir_index_t* i
   int64_t access = v->access++;
   for (int32_t t = 0; t < index->term_count; t++) {
     int32_t loop = index->loops[t];
+    if (index->scales[t] < 0 || index->scales[t] > kernel->param_count ||
+        (index->scales[t] > 0 && !kernel->symbolic)) {
+      fail(v, what, " scales a term by an unknown parameter: buffer ",
+           kernel->buffers[buffer]->name);
+      return;
+    }
+    if (index->scales[t] > 0 && loop == v->vector_loop) {
+      fail(v, what, " steps by a run-time stride along the vector lanes: buffer ",
+           kernel->buffers[buffer]->name);
+      return;
+    }
     if (loop >= STAX_KIR_PARAM_TERM) {
-      if (!kernel->rows_generic || loop - STAX_KIR_PARAM_TERM >= kernel->param_count) {
+      if (!(kernel->rows_generic || kernel->symbolic) ||
+          loop - STAX_KIR_PARAM_TERM >= kernel->param_count) {
         fail(v, what, " indexes by an unknown parameter: buffer ", kernel->buffers[buffer]->name);
         return;
       }
@@ -110,7 +129,7 @@ static void check_index(verifier_t* v, int32_t buffer, const stax_kir_index_t* i
   }
   bool overflow = false;
   int64_t low = 0, high = 0;
-  if (v->inactive) return;
+  if (v->inactive || v->dead) return;
   if (!index_range(v, index, &overflow, &low, &high)) {
     if (overflow) fail(v, what, " index overflows: buffer ", kernel->buffers[buffer]->name);
     return;
@@ -118,6 +137,14 @@ static void check_index(verifier_t* v, int32_t buffer, const stax_kir_index_t* i
   const stax_kir_buffer_t* b = kernel->buffers[buffer];
   int64_t lowest = b->lowest, highest = b->highest;
   if (v->rows >= 0 && !stax_kir_buffer_reach(b, v->rows, &lowest, &highest)) highest = lowest - 1;
+  if (kernel->symbolic) {
+    int64_t dims[STAX_MAX_RANK], strides[STAX_MAX_RANK];
+    for (int32_t d = 0; d < b->rank; d++) {
+      dims[d] = stax_kir_buffer_dim_at(b, d, v->params);
+      strides[d] = stax_kir_buffer_stride_at(b, d, v->params);
+    }
+    if (!stax_shape_extent(b->rank, dims, strides, &lowest, &highest)) highest = lowest - 1;
+  }
   if (v->margins && access < v->access_count) {
     int64_t* m = &v->margins[2 * access];
     m[0] = low - lowest;
@@ -222,9 +249,14 @@ static void check_loop(verifier_t* v, int32_t id, bool top_level, bool only_stat
     v->vector_depth = v->depth + 1;
     mark_reduced(v, &loop->body, true);
   }
+  /* A loop that runs zero times at these extents (an overlapping last tile that is not
+   * needed) holds accesses that never happen, whatever their indices. */
+  bool dead = loop_extent(v, id) <= 0;
+  v->dead += dead;
   v->loop_open[id] = true;
   check_block(v, &loop->body, false);
   v->loop_open[id] = false;
+  v->dead -= dead;
   if (vector) {
     mark_reduced(v, &loop->body, false);
     v->vector_loop = saved_vector;
@@ -286,17 +318,31 @@ static stax_status_t verify_walk(verifier_t* v, int64_t rows) {
   memset(v->reduced_here, 0, locals * sizeof(bool));
   for (size_t l = 0; l < locals; l++) v->local_depth[l] = -1;
   v->depth = 0;
+  v->dead = 0;
   v->vector_loop = -1;
   v->access = 0;
   v->rows = rows;
-  for (int32_t p = 0; p < kernel->param_count && rows >= 0; p++)
-    v->params[p] = stax_kir_param_value(&kernel->params[p], rows);
+  if (!kernel->symbolic) {
+    v->params_set = rows >= 0;
+    for (int32_t p = 0; p < kernel->param_count && rows >= 0; p++)
+      v->params[p] = stax_kir_param_value(&kernel->params[p], rows);
+  }
   if (v->margins)
     for (int64_t a = 0; a < 2 * v->access_count; a++) v->margins[a] = INT64_MIN;
   for (int32_t s = 0; s < kernel->stage_count && v->status == STAX_OK; s++) {
     const stax_kir_stage_t* stage = kernel->stages[s];
     v->stage_name = stage->name;
     v->inactive = rows >= 0 && (rows < stage->run_min_rows || rows > stage->run_max_rows);
+    for (int32_t c = 0; c < 2 && kernel->symbolic; c++) {
+      int32_t p = stage->when_param[c];
+      if (p >= kernel->param_count) {
+        v->status = stax_status_make(STAX_INTERNAL, "kernel IR '%s', stage '%s': condition on "
+                                     "an unknown parameter", kernel->name, stage->name);
+        break;
+      }
+      if (p >= 0 && (v->params[p] < stage->when_min[c] || v->params[p] > stage->when_max[c]))
+        v->inactive = true;
+    }
     check_block(v, &stage->body, true);
   }
   v->inactive = false;
@@ -380,13 +426,37 @@ static stax_status_t verify_rows_generic(verifier_t* v) {
   return status;
 }
 
+static stax_status_t verify_with(const stax_kir_kernel_t* kernel, const int64_t* values);
+
 stax_status_t stax_kir_verify(const stax_kir_kernel_t* kernel) {
+  if (kernel->symbolic) {
+    int64_t values[STAX_KIR_MAX_PARAMS];
+    if (!stax_kir_params_example(kernel, values))
+      return stax_status_make(STAX_INTERNAL, "kernel IR '%s': parameters do not evaluate at "
+                              "the example", kernel->name);
+    return verify_with(kernel, values);
+  }
+  return verify_with(kernel, NULL);
+}
+
+stax_status_t stax_kir_verify_params(const stax_kir_kernel_t* kernel, const int64_t* values) {
+  if (!kernel->symbolic)
+    return stax_status_make(STAX_INTERNAL, "kernel IR '%s' is not symbolic", kernel->name);
+  return verify_with(kernel, values);
+}
+
+/* values: a symbolic kernel's parameter values to check at (NULL for other kernels). */
+static stax_status_t verify_with(const stax_kir_kernel_t* kernel, const int64_t* values) {
   STAX_RETURN_IF_ERROR(stax_kir_kernel_status(kernel));
   verifier_t v;
   memset(&v, 0, sizeof(v));
   v.kernel = kernel;
   v.vector_loop = -1;
   v.rows = -1;
+  if (kernel->symbolic) {
+    memcpy(v.params, values, sizeof(int64_t) * (size_t)kernel->param_count);
+    v.params_set = true;
+  }
   size_t loops = (size_t)kernel->loop_count + 1, locals = (size_t)kernel->local_count + 1;
   size_t exprs = (size_t)kernel->expr_count + 1;
   stax_allocator_t a = kernel->allocator;

@@ -334,13 +334,14 @@ static LLVMValueRef emit_index(codegen_t* cg, const stax_kir_index_t* index,
   LLVMValueRef value = i64_constant(cg, index->constant);
   for (int32_t t = 0; t < index->term_count; t++) {
     int32_t loop = index->loops[t];
-    if (loop >= STAX_KIR_PARAM_TERM) {
-      value = add_i64(cg, value,
-                      mul_i64(cg, cg->params[loop - STAX_KIR_PARAM_TERM], index->coefficients[t]));
-      continue;
-    }
-    if (loop == cg->vector_loop && cg->lanes > 1) *out_lane_step = index->coefficients[t];
-    value = add_i64(cg, value, mul_i64(cg, cg->counters[loop], index->coefficients[t]));
+    LLVMValueRef factor = loop >= STAX_KIR_PARAM_TERM ? cg->params[loop - STAX_KIR_PARAM_TERM]
+                                                      : cg->counters[loop];
+    /* A symbolic kernel's run-time stride (never on the vector loop: the verifier says so). */
+    if (index->scales[t] > 0)
+      factor = LLVMBuildMul(cg->em.builder, factor, cg->params[index->scales[t] - 1], "");
+    if (loop < STAX_KIR_PARAM_TERM && loop == cg->vector_loop && cg->lanes > 1)
+      *out_lane_step = index->coefficients[t];
+    value = add_i64(cg, value, mul_i64(cg, factor, index->coefficients[t]));
   }
   return value;
 }
@@ -809,7 +810,7 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   /* The body: (ptr noalias b0, ..., i64 begin, i64 end[, ptr params]). A rows-generic
    * kernel's parameter values come in the slot after the buffers' in the entry point's array
    * and are loaded once, at the body's start. */
-  int32_t extra = kir->rows_generic ? 3 : 2;
+  int32_t extra = kir->rows_generic || kir->symbolic ? 3 : 2;
   LLVMTypeRef params[MAX_STACK_PARAMS];
   LLVMTypeRef* body_params = params;
   LLVMTypeRef* heap_params = NULL;
@@ -848,7 +849,7 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   LLVMValueRef jump = LLVMBuildBr(em->builder, start);
   LLVMPositionBuilderBefore(cg->alloca_builder, jump);
   LLVMPositionBuilderAtEnd(em->builder, start);
-  if (kir->rows_generic) {
+  if (kir->rows_generic || kir->symbolic) {
     LLVMValueRef array = LLVMGetParam(body, (unsigned)buffer_count + 2);
     for (int32_t p = 0; p < kir->param_count; p++) {
       LLVMValueRef index = i64_constant(cg, p);
@@ -893,7 +894,7 @@ static void emit_stage(codegen_t* cg, int32_t stage_index, const char* symbol) {
   }
   args[buffer_count] = LLVMGetParam(function, 1);
   args[buffer_count + 1] = LLVMGetParam(function, 2);
-  if (kir->rows_generic) {
+  if (kir->rows_generic || kir->symbolic) {
     LLVMValueRef index = i64_constant(cg, buffer_count);
     LLVMValueRef slot = LLVMBuildGEP2(em->builder, em->ptr, array, &index, 1, "");
     args[buffer_count + 2] = LLVMBuildLoad2(em->builder, em->ptr, slot, "params");

@@ -245,7 +245,7 @@ static void live_key_remove(llvm_backend_t* b, uint64_t key) {
  * and tiled explicitly, so O3's extra loop work finds little. Exact-shape kernels (hot
  * shapes) keep O3. */
 static const char* pipeline(const stax_kir_kernel_t* kernel) {
-  return kernel->rows_generic ? "default<O2>" : "default<O3>";
+  return kernel->rows_generic || kernel->symbolic ? "default<O2>" : "default<O3>";
 }
 
 /* The cache key: everything the machine code depends on, spelled out (object_cache.h). NULL

@@ -84,15 +84,63 @@ bool lower_rows_value_fits(const lower_t* L, int32_t value, int32_t space_rank) 
   return v->rank < space_rank || v->dims[0] == 1;
 }
 
+bool lower_dim_open(const lower_t* L, int32_t value, int32_t d) {
+  return L->group->symbolic && (L->group->values[value].open_dims >> d & 1u);
+}
+
 stax_kir_index_t lower_value_index(lower_t* L, int32_t value, int32_t space_rank) {
   const stax_jit_value_t* v = lower_value(L, value);
   stax_kir_index_t index = stax_kir_index_constant(0);
+  int32_t buffer = L->buffer[value];
   for (int32_t d = 0; d < v->rank; d++) {
-    if (v->dims[d] == 1) continue; /* broadcast, or a single element: index 0 */
+    /* Broadcast, or a single element: index 0 (an open dim is 1 only at this example). */
+    if (v->dims[d] == 1 && !lower_dim_open(L, value, d)) continue;
     int32_t e = space_rank - v->rank + d;
-    stax_kir_index_add_scaled(L->kernel, &index, &L->forms[e], v->strides[d]);
+    int32_t stride = buffer >= 0 ? L->kernel->buffers[buffer]->stride_params[d] : -1;
+    if (stride >= 0)
+      stax_kir_index_add_scaled_param(L->kernel, &index, &L->forms[e], stride);
+    else
+      stax_kir_index_add_scaled(L->kernel, &index, &L->forms[e], v->strides[d]);
   }
   return index;
+}
+
+static bool skipped(int32_t v, const int32_t* skip, int32_t skip_count) {
+  for (int32_t i = 0; i < skip_count; i++)
+    if (skip[i] == v) return true;
+  return false;
+}
+
+stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank, const int32_t* skip,
+                                   int32_t skip_count) {
+  const stax_jit_group_t* group = L->group;
+  stax_kir_kernel_t* k = L->kernel;
+  for (int32_t e = 0; e < space_rank; e++) {
+    L->dim_params[e] = -1;
+    for (int32_t v = 0; v < group->value_count && L->dim_params[e] < 0; v++) {
+      const stax_jit_value_t* value = &group->values[v];
+      if (L->buffer[v] < 0 || L->space[v] != LOWER_FULL || value->rank != space_rank ||
+          !lower_dim_open(L, v, e) || skipped(v, skip, skip_count))
+        continue;
+      char name[32];
+      snprintf(name, sizeof(name), "d%d", (int)e);
+      L->dim_params[e] = stax_kir_add_read_param(k, name, L->buffer[v], e, false);
+    }
+  }
+  for (int32_t v = 0; v < group->value_count; v++) {
+    const stax_jit_value_t* value = &group->values[v];
+    bool used = (L->uses[v] > 0 || L->producer[v] >= 0) && !skipped(v, skip, skip_count);
+    int32_t rank = L->space[v] == LOWER_ROW ? space_rank - 1 : space_rank;
+    for (int32_t d = 0; used && d < value->rank; d++) {
+      if (!lower_dim_open(L, v, d)) continue;
+      int32_t e = rank - value->rank + d;
+      if (e < 0 || L->dim_params[e] < 0)
+        return lower_refuse(L, "value '%s' dim %d varies where the kernel's space does not",
+                            lower_value_name(L, v), (int)d);
+      if (L->buffer[v] >= 0) stax_kir_buffer_dim_param(k, L->buffer[v], d, L->dim_params[e]);
+    }
+  }
+  return stax_kir_kernel_status(k);
 }
 
 static const stax_kir_expr_t* constant_expr(lower_t* L, int32_t value) {
@@ -284,6 +332,12 @@ static stax_status_t add_buffers(lower_t* L) {
         stax_kir_add_buffer(L->kernel, name, input ? STAX_KIR_BUFFER_INPUT : STAX_KIR_BUFFER_OUTPUT,
                             value->dtype, value->rank, value->dims, value->strides);
     if (b >= 0 && value->rows) L->kernel->buffers[b]->rows = true;
+    /* Symbolic groups: open strides are read from the argument at run time. */
+    for (int32_t d = 0; b >= 0 && group->symbolic && d < value->rank; d++) {
+      if (!(value->open_strides >> d & 1u)) continue;
+      snprintf(name, sizeof(name), "s%d_%d", (int)b, (int)d);
+      stax_kir_buffer_stride_param(L->kernel, b, d, stax_kir_add_read_param(L->kernel, name, b, d, true));
+    }
   }
   return stax_kir_kernel_status(L->kernel);
 }
@@ -408,14 +462,26 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
   int32_t contraction = -1;
   if (status == STAX_OK) status = classify(&L, &family, &contraction);
   if (status == STAX_OK) status = stax_kir_kernel_create(allocator, group_name(group), &L.kernel);
-  if (status == STAX_OK) status = add_buffers(&L);
   if (status == STAX_OK && group->rows_generic) {
     if (family == FAMILY_CONV)
       status = lower_refuse(&L, "Conv has no rows-generic lowering");
     else
       stax_kir_set_rows_generic(L.kernel, ROWS_EXAMPLE, 0);
   }
-  if (status == STAX_OK) {
+  if (status == STAX_OK && group->symbolic) {
+    if (group->rows_generic || (family != FAMILY_MATMUL && family != FAMILY_ROWS))
+      status = lower_refuse(&L, "symbolic kernels cover MatMul and row groups only");
+    else
+      stax_kir_set_symbolic(L.kernel);
+    if (status == STAX_OK) status = add_buffers(&L);
+    if (status == STAX_OK && family == FAMILY_MATMUL)
+      status = lower_matmul_symbolic(&L, contraction);
+    else if (status == STAX_OK)
+      status = lower_row_group(&L);
+  } else if (status == STAX_OK) {
+    status = add_buffers(&L);
+  }
+  if (status == STAX_OK && !group->symbolic) {
     switch (family) {
       case FAMILY_MATMUL: status = lower_matmul_group(&L, contraction); break;
       case FAMILY_CONV: status = lower_conv_group(&L, contraction); break;
@@ -424,7 +490,14 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
     }
   }
   if (status == STAX_OK) status = stax_kir_kernel_status(L.kernel);
-  if (status == STAX_OK) status = stax_kir_verify(L.kernel);
+  if (status == STAX_OK) {
+    status = stax_kir_verify(L.kernel);
+    /* A lowering bug: the log gets the kernel the verifier refused. */
+    if (status != STAX_OK && stax_log_enabled(STAX_LOG_JIT)) {
+      fprintf(stderr, "[stax:jit] kernel IR refused by the verifier:\n");
+      stax_status_free(stax_kir_print_to_file(L.kernel, stderr));
+    }
+  }
   lower_free(&L);
   if (status != STAX_OK) {
     stax_kir_kernel_destroy(L.kernel);

@@ -5,6 +5,7 @@
  *   lower_elementwise.c elementwise groups: broadcasting, dim collapsing, loops
  *   lower_rows.c        row kernels: reductions over the last axis with their neighbours
  *   lower_matmul.c      MatMul / Gemm with an elementwise epilogue
+ *   lower_matmul_symbolic.c  batched MatMul over open dims (symbolic groups: attention)
  *   lower_conv.c        Conv (N-D, groups, pads, strides, dilations, bias) with an elementwise
  *                       epilogue
  *
@@ -48,6 +49,9 @@ typedef struct lower_t {
   int64_t dims[STAX_MAX_RANK];
   stax_kir_index_t forms[STAX_MAX_RANK];
 
+  /* Symbolic groups: iteration dim e is kernel parameter dim_params[e] (-1: fixed). */
+  int32_t dim_params[STAX_MAX_RANK];
+
   /* Per node: data a kernel-specific lowering attaches (row kernels' locals). */
   void** node_data;
   int32_t vector_lanes_f32; /* lanes of a native float32 vector */
@@ -76,6 +80,15 @@ stax_kir_index_t lower_value_index(lower_t* L, int32_t value, int32_t space_rank
  * right-aligned to iteration dims [0, space_rank). */
 void lower_store_value(lower_t* L, stax_kir_block_t* block, int32_t value, lower_space_t space,
                        int32_t space_rank);
+/* Symbolic groups: whether dim d of `value` varies over the class. */
+bool lower_dim_open(const lower_t* L, int32_t value, int32_t d);
+/* Symbolic groups: gives iteration dims [0, space_rank) their parameters (read from a buffer
+ * value of that rank whose dim is open there) and ties every buffer's open dims to them
+ * (right-aligned; values in the ROW space of a row kernel align to [0, space_rank - 1)).
+ * UNIMPLEMENTED when a value is open where the space is not. Values in `skip` (a matmul's
+ * operands) are neither read nor tied. */
+STAX_MUST_USE stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank,
+                                                 const int32_t* skip, int32_t skip_count);
 /* The vector width for the kernel's widest compute dtype. */
 int32_t lower_vector_width(const lower_t* L);
 /* A small constant operand folded at compile time: true with its value when `value` has
@@ -104,6 +117,8 @@ const stax_kir_expr_t* lower_row_output_expr(lower_t* L, int32_t node, int32_t s
                                              lower_space_t space);
 bool lower_is_matmul_op(stax_op_t op);
 STAX_MUST_USE stax_status_t lower_matmul_group(lower_t* L, int32_t node);
+/* A symbolic group's MatMul (lower_matmul_symbolic.c). */
+STAX_MUST_USE stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node);
 bool lower_is_conv_op(stax_op_t op);
 /* A group of one Conv (node) and elementwise nodes over its output's shape. */
 STAX_MUST_USE stax_status_t lower_conv_group(lower_t* L, int32_t node);

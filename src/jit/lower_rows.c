@@ -228,10 +228,16 @@ static stax_kir_block_t* row_pass(row_emitter_t* e, int32_t max_unroll) {
   char name[16];
   snprintf(name, sizeof(name), "k%d", (int)e->pass++);
   int64_t length = e->L->dims[e->L->rank - 1];
-  stax_kir_loop_t* loop = stax_kir_add_loop(e->k, e->body, name, length);
+  int32_t length_param = e->L->group->symbolic ? e->L->dim_params[e->L->rank - 1] : -1;
+  stax_kir_loop_t* loop =
+      stax_kir_add_loop(e->k, e->body, name, length_param >= 0 ? 0 : length);
   if (!loop) return NULL;
   loop->vector_width = e->width;
   loop->unroll = length >= 8 * e->width ? max_unroll : length >= 4 * e->width ? 2 : 1;
+  if (length_param >= 0) {
+    loop->extent_param = length_param; /* any length: the backend peels the tail */
+    loop->unroll = 2;
+  }
   e->L->forms[e->L->rank - 1] = stax_kir_index_constant(0);
   stax_kir_index_add_term(e->k, &e->L->forms[e->L->rank - 1], stax_kir_loop_id(e->k, loop), 1);
   lower_new_point(e->L);
@@ -420,6 +426,15 @@ const stax_kir_expr_t* lower_row_output_expr(lower_t* L, int32_t n, int32_t slot
   }
 }
 
+/* Whether output v spans the row (stored in the final pass) rather than being constant
+ * along it. */
+static bool spans_row(const lower_t* L, int32_t v, int64_t length) {
+  const stax_jit_value_t* out = lower_value(L, v);
+  if (L->group->symbolic && L->dim_params[L->rank - 1] >= 0)
+    return lower_dim_open(L, v, out->rank - 1);
+  return out->dims[out->rank - 1] == length && length > 1;
+}
+
 stax_status_t lower_row_group(lower_t* L) {
   const stax_jit_group_t* group = L->group;
   stax_kir_kernel_t* k = L->kernel;
@@ -462,6 +477,10 @@ stax_status_t lower_row_group(lower_t* L) {
                               lower_value_name(L, group->outputs[i]));
     if (status != STAX_OK) goto done;
   }
+  if (group->symbolic) {
+    status = lower_symbolic_space(L, L->rank, NULL, 0);
+    if (status != STAX_OK) goto done;
+  }
   /* The row loops: every outer dim of extent > 1, the first one parallel when worthwhile. */
   stax_kir_block_t* block = stax_kir_add_stage(k, "rows");
   int64_t length = L->dims[L->rank - 1], row_count = 1;
@@ -474,21 +493,43 @@ stax_status_t lower_row_group(lower_t* L) {
     k->stages[k->stage_count - 1]->parallel_min_rows =
         per_row > 0 ? (PARALLEL_MIN_ELEMENTS + per_row - 1) / per_row : 0;
   }
+  /* Symbolic: the example's sizes say nothing about a call's; split over the largest fixed
+   * outer dim (attention's heads: the batch may be 1), else the first, outermost. */
+  int32_t order[STAX_MAX_RANK], order_count = 0;
+  if (group->symbolic) {
+    parallel = L->options->thread_count > 1;
+    int32_t first = -1;
+    int64_t best = 1;
+    for (int32_t d = 0; d + 1 < L->rank; d++)
+      if (L->dim_params[d] < 0 && L->dims[d] > best) best = L->dims[d], first = d;
+    for (int32_t d = 0; d + 1 < L->rank && first < 0; d++)
+      if (L->dim_params[d] >= 0) first = d;
+    if (first >= 0) order[order_count++] = first;
+    for (int32_t d = 0; d + 1 < L->rank; d++)
+      if (d != first) order[order_count++] = d;
+  } else {
+    for (int32_t d = 0; d + 1 < L->rank; d++) order[order_count++] = d;
+  }
   bool first_loop = true;
   int64_t rows_inside = row_count;
-  for (int32_t d = 0; d + 1 < L->rank && block; d++) {
+  for (int32_t i = 0; i < order_count && block; i++) {
+    int32_t d = order[i];
     L->forms[d] = stax_kir_index_constant(0);
-    if (L->dims[d] == 1) continue;
+    bool open = group->symbolic && L->dim_params[d] >= 0;
+    if (L->dims[d] == 1 && !open) continue;
     char name[16];
     snprintf(name, sizeof(name), "r%d", (int)d);
-    stax_kir_loop_t* loop = stax_kir_add_loop(k, block, name, L->dims[d]);
+    stax_kir_loop_t* loop = stax_kir_add_loop(k, block, name, open ? 0 : L->dims[d]);
     if (!loop) break;
     if (generic && d == 0) loop->extent_param = 0; /* R */
-    rows_inside /= L->dims[d];
+    if (open) loop->extent_param = L->dim_params[d];
+    rows_inside /= L->dims[d] > 0 ? L->dims[d] : 1;
     if (first_loop && parallel) {
       loop->parallel = true;
       int64_t per_iteration = rows_inside * length;
-      loop->grain = (PARALLEL_TASK_ELEMENTS + per_iteration - 1) / per_iteration;
+      loop->grain = group->symbolic || per_iteration <= 0
+                        ? 1
+                        : (PARALLEL_TASK_ELEMENTS + per_iteration - 1) / per_iteration;
     }
     first_loop = false;
     stax_kir_index_add_term(k, &L->forms[d], stax_kir_loop_id(k, loop), 1);
@@ -504,9 +545,8 @@ stax_status_t lower_row_group(lower_t* L) {
   bool any_full = false;
   for (int32_t i = 0; i < group->output_count; i++) {
     int32_t v = group->outputs[i];
-    const stax_jit_value_t* out = lower_value(L, v);
     bool row_space = L->space[v] == LOWER_ROW;
-    if (!row_space && out->dims[out->rank - 1] == length && length > 1) {
+    if (!row_space && spans_row(L, v, length)) {
       any_full = true;
       continue;
     }
@@ -517,8 +557,7 @@ stax_status_t lower_row_group(lower_t* L) {
     stax_kir_block_t* pass = row_pass(&e, 2);
     for (int32_t i = 0; i < group->output_count; i++) {
       int32_t v = group->outputs[i];
-      const stax_jit_value_t* out = lower_value(L, v);
-      if (L->space[v] == LOWER_ROW || out->dims[out->rank - 1] != length) continue;
+      if (L->space[v] == LOWER_ROW || !spans_row(L, v, length)) continue;
       lower_store_value(L, pass, v, LOWER_FULL, L->rank);
     }
   }
