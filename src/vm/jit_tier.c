@@ -303,6 +303,7 @@ static void jit_desc_free(jit_desc* descs, int32_t count) {
   if (!descs) return;
   for (int32_t g = 0; g < count; g++) {
     free(descs[g].values);
+    free(descs[g].symbolic_values);
     free(descs[g].nodes);
     free(descs[g].indices);
   }
@@ -585,6 +586,13 @@ static stax_status_t jit_view_layouts(const stax_context_t* ctx, const jit_plan*
 /* Group descriptions with the concrete dims of this context's registers. */
 /* generic: rows-generic descriptions (groups that cannot be are marked skip); skip (NULL or
  * per group): groups left out of this version. */
+/* STAX_JIT_SYMBOLIC=0 leaves the groups a rows-generic kernel cannot take (attention) to
+ * exact versions, as before symbolic kernels: for measuring one against the other. */
+static bool program_symbolic_ok(void) {
+  const char* env = getenv("STAX_JIT_SYMBOLIC");
+  return !(env && env[0] == '0');
+}
+
 static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const jit_plan* plan,
                                   bool generic, const bool* skip, jit_desc** out_descs) {
   const stax_program_t* program = ctx->program;
@@ -679,7 +687,32 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
     d->group.output_count = gp->output_count;
     d->group.outputs = gp->outputs;
     d->skip = skip && skip[g];
-    if (generic && !d->skip) d->skip = !stax_vm_jit_make_rows_generic(program, gp, d);
+    if (generic && !d->skip) {
+      /* Rows-generic where the group walks as rows, else (or when that lowering refuses)
+       * symbolic over the dims and strides that vary. */
+      stax_jit_value_t* alternative = NULL;
+      if (program_symbolic_ok()) {
+        alternative = malloc(sizeof(stax_jit_value_t) * (size_t)(gp->value_count + 1));
+        if (!alternative) {
+          status = stax_status_make(STAX_OUT_OF_MEMORY, "jit: group description");
+          goto fail;
+        }
+        memcpy(alternative, d->values, sizeof(stax_jit_value_t) * (size_t)gp->value_count);
+        if (!stax_vm_jit_make_symbolic(program, gp, alternative)) {
+          free(alternative);
+          alternative = NULL;
+        }
+      }
+      if (stax_vm_jit_make_rows_generic(program, gp, d)) {
+        d->symbolic_values = alternative;
+      } else if (alternative) {
+        memcpy(d->values, alternative, sizeof(stax_jit_value_t) * (size_t)gp->value_count);
+        free(alternative);
+        d->group.symbolic = true;
+      } else {
+        d->skip = true;
+      }
+    }
   }
   free(layouts);
   *out_descs = descs;
@@ -706,7 +739,20 @@ static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_de
   stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts,
                                         .cache_only = cache_only};
   stax_status_t status = stax_jit_compile_group(backend, &descs[g].group, &options, out_kernel);
-  if (stax_status_code(status) == STAX_UNIMPLEMENTED && !descs[g].group.rows_generic)
+  if (stax_status_code(status) == STAX_UNIMPLEMENTED && descs[g].symbolic_values) {
+    /* The rows-generic lowering refused (a row kernel's reduced axis is open): symbolic. */
+    jit_desc* d = (jit_desc*)&descs[g]; /* the descs belong to the one compile running */
+    STAX_LOG(JIT, "group %s: %s; trying a symbolic kernel", d->name, stax_status_message(status));
+    stax_status_free(status);
+    memcpy(d->values, d->symbolic_values, sizeof(stax_jit_value_t) * (size_t)d->group.value_count);
+    free(d->symbolic_values);
+    d->symbolic_values = NULL;
+    d->group.rows_generic = false;
+    d->group.symbolic = true;
+    status = stax_jit_compile_group(backend, &d->group, &options, out_kernel);
+  }
+  if (stax_status_code(status) == STAX_UNIMPLEMENTED && !descs[g].group.rows_generic &&
+      !descs[g].group.symbolic)
     ((jit_desc*)descs)[g].refused = true; /* the descs belong to the one compile running */
   if (stax_status_code(status) == STAX_UNIMPLEMENTED && count > 1) {
     /* Not fusible: this group is interpreted inside an otherwise compiled segment. */
@@ -1143,10 +1189,11 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
     stax_status_t status = stax_jit_kernel_run(kernels[g], gp->input_count, frame->args,
                                                gp->output_count, frame->args + gp->input_count,
                                                ctx->pool);
-    if (status && stax_jit_kernel_rows_generic(kernels[g])) {
-      /* Outside its class (fewer rows than a matmul tile, leading dims that do not walk as
-       * rows): this group alone is interpreted, its temporaries allocated now. */
-      STAX_LOG(JIT, "rows-generic kernel declined, interpreting its group: %s",
+    if (status && stax_jit_kernel_shape_generic(kernels[g])) {
+      /* Outside its class (leading dims that do not walk as rows, a view whose strides the
+       * symbolic kernel did not expect): this group alone is interpreted, its temporaries
+       * allocated now. */
+      STAX_LOG(JIT, "shape-generic kernel declined, interpreting its group: %s",
                stax_status_message(status));
       stax_status_free(status);
       for (int32_t a = 0; a < plan->alloc_count; a++)

@@ -120,3 +120,39 @@ bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_grou
   d->group.rows_generic = true;
   return true;
 }
+
+/* A value's strides that may vary over the class. A contiguous register's stride d is a
+ * product of the dims after d: open when one of them is. A view's strides come from the
+ * tensor it views, which the program does not describe: open when any other dim of it is
+ * open, except 0 and 1 (broadcast and unit steps are structural, and unit steps must stay
+ * constants for vector loads). A stride guessed fixed that does change within the class makes
+ * the kernel decline that call (it checks every argument), never a wrong answer. */
+static uint32_t open_strides(const stax_vm_descriptor_t* desc, uint32_t open_dims,
+                             const stax_jit_value_t* value) {
+  uint32_t open = 0;
+  for (int32_t d = 0; d < value->rank; d++) {
+    uint32_t later = open_dims & ~((2u << d) - 1u), others = open_dims & ~(1u << d);
+    if (desc->layout == STAX_VM_LAYOUT_CONTIGUOUS ? later != 0
+                                                  : others != 0 && value->strides[d] != 0 &&
+                                                        value->strides[d] != 1)
+      open |= 1u << d;
+  }
+  return open;
+}
+
+bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_group_plan* gp,
+                               stax_jit_value_t* values) {
+  bool any = false;
+  for (int32_t v = 0; v < gp->value_count; v++) {
+    stax_jit_value_t* value = &values[v];
+    const stax_vm_descriptor_t* desc =
+        &program->descriptors[program->registers[gp->value_regs[v]].descriptor];
+    uint32_t dims = 0;
+    for (int32_t k = 0; k < desc->rank && k < value->rank; k++)
+      if (program->dims[desc->dims_first + k].kind != STAX_VM_DIM_CONSTANT) dims |= 1u << k;
+    value->open_dims = dims;
+    value->open_strides = value->role == STAX_JIT_VALUE_TEMPORARY ? 0 : open_strides(desc, dims, value);
+    any |= dims != 0;
+  }
+  return any;
+}

@@ -99,6 +99,10 @@ typedef struct jit_segment {
 typedef struct jit_desc {
   stax_jit_group_t group;
   stax_jit_value_t* values;
+  /* Generic versions: the values as a symbolic group, tried when the rows-generic lowering
+   * refuses (a Softmax over an open last axis walks as rows but has no fixed row); NULL
+   * when there is no such alternative. */
+  stax_jit_value_t* symbolic_values;
   stax_jit_node_t* nodes;
   int32_t* indices;
   bool refused;  /* the backend found no lowering (UNIMPLEMENTED) */
@@ -178,6 +182,12 @@ bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan
  * rows (the group is then left to exact versions). */
 bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_group_plan* gp,
                                    jit_desc* d);
+/* The fallback for groups that are not rows-generic (attention: a Softmax over an open last
+ * axis, a MatMul of two views with open M, N, K): marks the dims and strides of every value
+ * that vary over the class, for a symbolic kernel (jit.h), in `values` (the group's, live
+ * shapes). False when nothing is open. */
+bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_group_plan* gp,
+                               stax_jit_value_t* values);
 
 /* The program's cache, created on first use (NULL when out of memory). */
 jit_cache* stax_vm_jit_cache_get(stax_program_t* program);
