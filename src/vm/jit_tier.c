@@ -862,14 +862,28 @@ static bool jit_publish(jit_cache* cache, const jit_job* job, int32_t g, stax_ji
   return true;
 }
 
+/* The compiler thread's priority for a job. Exact versions (hot shapes, a speed-up of calls
+ * that already run) yield to the threads running calls: on a machine whose cores are all
+ * busy running the model, a compile at normal priority takes a core from every call (BENCH.md
+ * S2 on 2 cores, exact versions per shape: compiled calls ran 2x slower than on 1 thread), and
+ * nice 10 leaves it the idle time. A generic version is different: until it lands every call
+ * of its class interprets, and at nice 10 beside two busy threads it took 4 s instead of 1
+ * (S2, 2 threads), so it runs at normal priority and takes its share. Raising the priority
+ * back needs the privilege to; without it the thread stays at nice 10 (harmless). */
+static void jit_set_priority(int* current, bool generic) {
+  int wanted = generic ? 0 : 10;
+  if (*current == wanted) return;
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), wanted) == 0) {
+    *current = wanted;
+  } else if (*current != 10 + 1000) {
+    STAX_LOG(JIT, "compiler thread keeps its priority: %s", strerror(errno));
+    if (!generic) *current = 10 + 1000; /* log once */
+  }
+}
+
 static void* jit_thread_main(void* arg) {
   jit_cache* cache = arg;
-  /* The compiler yields to the threads running calls: on a machine whose cores are all busy
-   * running the model, a compile at normal priority takes a core from every call (BENCH.md
-   * S2 on 2 cores: compiled calls ran 2x slower than on 1 thread). Nice 10 leaves it the
-   * idle time; failure to lower it is harmless. */
-  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
-    STAX_LOG(JIT, "compiler thread keeps its priority: %s", strerror(errno));
+  int priority = 0;
   pthread_mutex_lock(&cache->lock);
   for (;;) {
     while (!cache->head && !cache->stop) pthread_cond_wait(&cache->work, &cache->lock);
@@ -880,6 +894,7 @@ static void* jit_thread_main(void* arg) {
     cache->busy++;
     bool keep_texts = cache->keep_texts; /* read under the lock; stax source / k.source */
     pthread_mutex_unlock(&cache->lock);
+    jit_set_priority(&priority, job->generic);
     double start = jit_now_ms();
     stax_jit_backend_t* backend = NULL;
     stax_status_t status = stax_jit_backend_get(&backend);
