@@ -860,6 +860,57 @@ static void emit_rows_serial(matmul_t* m, int32_t h, int64_t rows_from, int64_t 
   m->mr = saved_mr;
 }
 
+/* The rows after the whole MR-row tiles (R >= MR): floor((R % MR) / h) tiles of h rows (h = 4,
+ * or 3 when MR is not a multiple of 4), then one h-row tile overlapping at R - h when h does
+ * not divide R. Fewer rows computed twice than with one overlapping MR-row tile (at most h - 1
+ * instead of MR - 1: at R = 40 on AVX-512, 40 rows instead of 48). */
+typedef struct rest_rows_t {
+  int32_t h;
+  int32_t count;    /* parameter: floor(R / h) - (MR / h) * floor(R / MR) */
+  int32_t base;     /* parameter: MR * floor(R / MR) */
+  int32_t overlap;  /* parameter: ceil(R / h) - floor(R / h) */
+  int32_t last_row; /* parameter: R - h */
+} rest_rows_t;
+
+static bool rest_rows_params(matmul_t* m, rest_rows_t* r) {
+  stax_kir_kernel_t* k = m->k;
+  r->h = m->mr % 4 == 0 ? 4 : 3;
+  int32_t h = r->h;
+  r->count = stax_kir_add_param(k, "rest_tiles", 1, 0, h, -(m->mr / h), 0, m->mr, 0);
+  r->base = stax_kir_add_param(k, "rest_row", m->mr, 0, m->mr, 0, 0, 0, 0);
+  r->overlap = stax_kir_add_param(k, "last_tile", 1, h - 1, h, -1, 0, h, 0);
+  r->last_row = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -h);
+  return r->count >= 0 && r->base >= 0 && r->overlap >= 0 && r->last_row >= 0;
+}
+
+/* The rest rows against one panel (col_base, panel given), or against every panel
+ * (col_base NULL: `panels` whole ones and the edge one). */
+static void emit_rest_rows(matmul_t* m, stax_kir_block_t* block, const rest_rows_t* r,
+                           bool every_panel, const stax_kir_index_t* col_base,
+                           const stax_kir_index_t* panel, int64_t panels, int32_t edge_lanes,
+                           const k_part_t* part) {
+  stax_kir_kernel_t* k = m->k;
+  stax_kir_loop_t* q = add_loop(m, block, "q", 0);
+  stax_kir_loop_t* o = q ? add_loop(m, block, "o", 0) : NULL;
+  if (!o) return;
+  q->extent_param = r->count;
+  o->extent_param = r->overlap;
+  stax_kir_index_t row = form_of(m, stax_kir_loop_id(k, q), r->h, 0);
+  stax_kir_index_add_param(k, &row, r->base, 1);
+  stax_kir_index_t last = stax_kir_index_constant(0);
+  stax_kir_index_add_param(k, &last, r->last_row, 1);
+  if (!every_panel) {
+    emit_tile(m, &q->body, &row, col_base, panel, r->h, m->nr, part);
+    emit_tile(m, &o->body, &last, col_base, panel, r->h, m->nr, part);
+    return;
+  }
+  int32_t saved_mr = m->mr;
+  m->mr = r->h; /* emit_rows_tiles makes tiles of MR rows */
+  emit_rows_tiles(m, &q->body, &row, panels > 0, panels, edge_lanes, part);
+  emit_rows_tiles(m, &o->body, &last, panels > 0, panels, edge_lanes, part);
+  m->mr = saved_mr;
+}
+
 static void emit_compute_rows_generic(matmul_t* m) {
   lower_t* L = m->L;
   stax_kir_kernel_t* k = m->k;
@@ -869,10 +920,8 @@ static void emit_compute_rows_generic(matmul_t* m) {
   all.extent = m->kdim;
   m->batch_a = m->batch_b = m->batch_packed = m->batch_partial = stax_kir_index_constant(0);
   int32_t tiles = stax_kir_add_param(k, "row_tiles", 1, 0, m->mr, 0, 0, 0, 0);
-  /* 1 when R % MR != 0: ceil(R / MR) - floor(R / MR). */
-  int32_t overlap = stax_kir_add_param(k, "last_tile", 1, m->mr - 1, m->mr, -1, 0, m->mr, 0);
-  int32_t last_row = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -m->mr);
-  if (tiles < 0 || overlap < 0 || last_row < 0) return;
+  rest_rows_t rest;
+  if (tiles < 0 || !rest_rows_params(m, &rest)) return;
   /* Run on the calling thread while the whole product is under two tasks' work. */
   int64_t per_row = m->n * m->kdim > 0 ? m->n * m->kdim : 1;
   int64_t min_rows = 2 * MATMUL_TASK_WORK / per_row + 1;
@@ -896,12 +945,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
       i->extent_param = tiles;
       stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), m->mr, 0);
       emit_tile(m, &i->body, &row_base, &col_base, &panel, m->mr, m->nr, &all);
-      stax_kir_loop_t* o = add_loop(m, &p->body, "o", 0);
-      if (!o) return;
-      o->extent_param = overlap;
-      stax_kir_index_t last = stax_kir_index_constant(0);
-      stax_kir_index_add_param(k, &last, last_row, 1);
-      emit_tile(m, &o->body, &last, &col_base, &panel, m->mr, m->nr, &all);
+      emit_rest_rows(m, &p->body, &rest, false, &col_base, &panel, panels, edge_lanes, &all);
     }
     if (edge_lanes) {
       stax_kir_block_t* edge = stax_kir_add_stage(k, "matmul_edge");
@@ -931,12 +975,8 @@ static void emit_compute_rows_generic(matmul_t* m) {
     stax_kir_block_t* last_block = stax_kir_add_stage(k, "matmul_last");
     if (!last_block) return;
     k->stages[k->stage_count - 1]->run_min_rows = m->mr;
-    stax_kir_loop_t* o = add_loop(m, last_block, "o", 0);
-    if (!o) return;
-    o->extent_param = overlap;
-    stax_kir_index_t last = stax_kir_index_constant(0);
-    stax_kir_index_add_param(k, &last, last_row, 1);
-    emit_rows_tiles(m, &o->body, &last, !panels_outer, panels, edge_lanes, &all);
+    emit_rest_rows(m, last_block, &rest, true, NULL, NULL, panels_outer ? 0 : panels, edge_lanes,
+                   &all);
   }
   /* Fewer rows than one tile (a few tokens; R = 1 when decoding one): the same scheme with
    * four-row tiles from 4 rows on, one-row tiles below, on the calling thread (under MR rows
