@@ -4,10 +4,18 @@
  * its stack frame). Several callers can have jobs queued at once; workers serve the oldest.
  * Calls made from inside a chunk run inline, which keeps nesting deadlock-free.
  *
+ * Between jobs a worker spins for a short while (STAX_SPIN_MICROS, default 50 us) before it
+ * sleeps on the condition variable, and a caller spins before it waits for its last
+ * participant: a model's kernels come back to back, many of them a fraction of a millisecond
+ * (attention's at short sequences), and a futex wake-up per kernel and thread (tens of
+ * microseconds on a virtual machine) took a second thread's whole gain on those. Spinning
+ * ends at the deadline, so an idle pool sleeps; STAX_SPIN_MICROS=0 never spins.
+ *
  * The default pool is created on first use (pthread_once) and destroyed by an atexit handler,
  * so its threads are joined and nothing is left for the leak checker. */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +26,9 @@
 /* Chunks per thread: more than one so uneven chunks balance out, few enough that claiming
  * them costs nothing next to the work. */
 #define STAX_CHUNKS_PER_THREAD 4
+/* How long a worker looks for the next job, and a caller for its last participant, before
+ * sleeping (STAX_SPIN_MICROS overrides it). */
+#define STAX_SPIN_MICROS_DEFAULT 50
 
 typedef struct stax_parallel_job_s stax_parallel_job_t;
 struct stax_parallel_job_s {
@@ -28,7 +39,9 @@ struct stax_parallel_job_s {
   int64_t chunk_size;
   int64_t chunk_count;
   atomic_int_fast64_t next_chunk;
-  int32_t participants; /* threads inside the job, guarded by the pool mutex */
+  /* Threads inside the job: changed under the pool mutex, read without it by a spinning
+   * owner. A participant's decrement is its last access to the job. */
+  atomic_int participants;
   bool queued;
 };
 
@@ -42,8 +55,47 @@ struct stax_threadpool_s {
   pthread_cond_t participant_left;
   stax_parallel_job_t* queue_head;
   stax_parallel_job_t* queue_tail;
+  atomic_bool has_work; /* queue_head != NULL, for spinning workers */
+  int32_t sleepers;     /* workers waiting on work_available, guarded by the mutex */
+  int64_t spin_micros;
   bool shutting_down;
 };
+
+static int64_t stax_now_micros(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+}
+
+static inline void stax_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Spins until done(arg) or `micros` have passed; true when done. */
+static bool stax_spin_until(bool (*done)(const void*), const void* arg, int64_t micros) {
+  if (micros <= 0) return done(arg);
+  int64_t deadline = 0;
+  for (int32_t i = 0;; i++) {
+    if (done(arg)) return true;
+    if ((i & 63) == 0) {
+      int64_t now = stax_now_micros();
+      if (deadline == 0) deadline = now + micros;
+      if (now >= deadline) return done(arg);
+    }
+    stax_cpu_relax();
+  }
+}
+
+static bool stax_pool_has_work(const void* pool) {
+  return atomic_load_explicit(&((const stax_threadpool_t*)pool)->has_work, memory_order_acquire);
+}
+
+static bool stax_job_empty(const void* job) {
+  return atomic_load_explicit(&((const stax_parallel_job_t*)job)->participants,
+                              memory_order_acquire) == 0;
+}
 
 /* Non-zero while this thread runs chunks (always, on workers): parallel_for then runs inline. */
 static _Thread_local int32_t stax_parallel_depth_ = 0;
@@ -76,13 +128,15 @@ static void stax_queue_remove(stax_threadpool_t* pool, stax_parallel_job_t* job)
   }
   job->next = NULL;
   job->queued = false;
+  atomic_store_explicit(&pool->has_work, pool->queue_head != NULL, memory_order_release);
 }
 
 /* Caller holds the mutex. Every chunk has been claimed when a participant leaves, so the job
  * comes off the queue then; the last one out wakes the owner. */
 static void stax_job_leave(stax_threadpool_t* pool, stax_parallel_job_t* job) {
   stax_queue_remove(pool, job);
-  if (--job->participants == 0) pthread_cond_broadcast(&pool->participant_left);
+  if (atomic_fetch_sub_explicit(&job->participants, 1, memory_order_acq_rel) == 1)
+    pthread_cond_broadcast(&pool->participant_left);
 }
 
 static void* stax_worker_main(void* arg) {
@@ -90,12 +144,20 @@ static void* stax_worker_main(void* arg) {
   stax_parallel_depth_ = 1;
   pthread_mutex_lock(&pool->mutex);
   for (;;) {
+    if (!pool->shutting_down && pool->queue_head == NULL && pool->spin_micros > 0) {
+      /* The next kernel usually comes within microseconds: look before sleeping. */
+      pthread_mutex_unlock(&pool->mutex);
+      stax_spin_until(stax_pool_has_work, pool, pool->spin_micros);
+      pthread_mutex_lock(&pool->mutex);
+    }
     while (!pool->shutting_down && pool->queue_head == NULL) {
+      pool->sleepers++;
       pthread_cond_wait(&pool->work_available, &pool->mutex);
+      pool->sleepers--;
     }
     stax_parallel_job_t* job = pool->queue_head;
     if (job == NULL) break; /* shutting down with nothing left to do */
-    job->participants++;
+    atomic_fetch_add_explicit(&job->participants, 1, memory_order_relaxed);
     pthread_mutex_unlock(&pool->mutex);
     stax_job_run_chunks(job);
     pthread_mutex_lock(&pool->mutex);
@@ -155,6 +217,13 @@ stax_status_t stax_threadpool_create(stax_allocator_t allocator, int32_t thread_
                        "while creating a pool of %d threads", (int)thread_count);
   pool->allocator = allocator;
   pool->thread_count = thread_count;
+  pool->spin_micros = STAX_SPIN_MICROS_DEFAULT;
+  const char* spin = getenv("STAX_SPIN_MICROS");
+  if (spin && *spin) {
+    char* end = NULL;
+    long value = strtol(spin, &end, 10);
+    if (*end == '\0' && value >= 0 && value <= 1000000) pool->spin_micros = value;
+  }
   stax_status_t status = stax_allocator_calloc(allocator, (size_t)(thread_count - 1),
                                                sizeof(pthread_t), (void**)&pool->workers);
   if (status != STAX_OK) {
@@ -215,7 +284,7 @@ void stax_parallel_for(stax_threadpool_t* pool, int64_t count, int64_t grain, st
   job.chunk_size = chunk_size;
   job.chunk_count = chunk_count;
   atomic_init(&job.next_chunk, 0);
-  job.participants = 1; /* this thread */
+  atomic_init(&job.participants, 1); /* this thread */
   job.queued = true;
 
   pthread_mutex_lock(&pool->mutex);
@@ -225,11 +294,15 @@ void stax_parallel_for(stax_threadpool_t* pool, int64_t count, int64_t grain, st
     pool->queue_head = &job;
   }
   pool->queue_tail = &job;
-  /* Wake only as many workers as there are chunks for besides our own. */
-  if (chunk_count - 1 >= pool->worker_count) {
-    pthread_cond_broadcast(&pool->work_available);
-  } else {
-    for (int64_t i = 0; i < chunk_count - 1; i++) pthread_cond_signal(&pool->work_available);
+  atomic_store_explicit(&pool->has_work, true, memory_order_release);
+  /* Spinning workers see the job by themselves; wake only as many sleepers as there are
+   * chunks for besides our own. */
+  if (pool->sleepers > 0) {
+    if (chunk_count - 1 >= pool->worker_count) {
+      pthread_cond_broadcast(&pool->work_available);
+    } else {
+      for (int64_t i = 0; i < chunk_count - 1; i++) pthread_cond_signal(&pool->work_available);
+    }
   }
   pthread_mutex_unlock(&pool->mutex);
 
@@ -239,7 +312,14 @@ void stax_parallel_for(stax_threadpool_t* pool, int64_t count, int64_t grain, st
 
   pthread_mutex_lock(&pool->mutex);
   stax_job_leave(pool, &job);
-  while (job.participants > 0) pthread_cond_wait(&pool->participant_left, &pool->mutex);
+  if (atomic_load(&job.participants) > 0 && pool->spin_micros > 0) {
+    /* A worker is finishing its last chunk: usually a matter of microseconds. */
+    pthread_mutex_unlock(&pool->mutex);
+    stax_spin_until(stax_job_empty, &job, pool->spin_micros);
+    pthread_mutex_lock(&pool->mutex);
+  }
+  while (atomic_load(&job.participants) > 0)
+    pthread_cond_wait(&pool->participant_left, &pool->mutex);
   pthread_mutex_unlock(&pool->mutex);
 }
 
