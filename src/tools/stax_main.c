@@ -31,10 +31,12 @@ static void print_usage(FILE* f) {
           "\n"
           "Run 'stax <command> --help' for a command's options.\n"
           "Environment: STAX_LOG=channel,... (general, alloc, shape, ir, pass, vm, jit, onnx,\n"
-          "pool, or all) switches logging on; STAX_NUM_THREADS sets the thread count;\n"
+          "pool, or all) switches logging on; STAX_NUM_THREADS sets the thread count\n"
+          "(idle threads spin STAX_SPIN_MICROS, default 50, before sleeping; 0: never);\n"
           "STAX_JIT_CACHE_DIR sets the folder of compiled JIT kernels kept across runs\n"
           "(default ~/.cache/stax/jit, at most STAX_JIT_CACHE_MAX_MB, default 256),\n"
-          "STAX_JIT_CACHE=0 turns that cache off.\n",
+          "STAX_JIT_CACHE=0 turns that cache off; STAX_JIT_SYMBOLIC=0 leaves attention-\n"
+          "like groups (no row structure) to exact-shape kernels instead of symbolic ones.\n",
           "version", "print the stax version", "help", "print this text");
 }
 
