@@ -3,17 +3,19 @@
  * This is attention's pair, QK^T ([B, H, S, d] x [B, H, d, S]: M = N = S) and P.V
  * ([B, H, S, S] x [B, H, S, d]: K = S), over the strided views the heads' Transposes leave.
  *
- * The micro-kernel is the register tile of lower_matmul.c, one native vector wide (NR lanes:
- * at attention's short sequences a two-vector panel wastes more on the edge than it gains)
- * and MR rows, with the sums in registers over the whole of K. The tails need no code of their
+ * The micro-kernel is the register tile of lower_matmul.c (NR lanes by MR rows, below), with
+ * the sums in registers over the whole of K. The tails need no code of their
  * own: floor(M / MR) row tiles and then, when M % MR != 0, one more at rows M - MR .. M - 1,
  * overlapping the one before; the same over columns (a last panel at N - NR). Overlapped
  * outputs are computed twice from the same inputs in the same order, so they get the same
  * values. That takes M >= MR and N >= NR; smaller products (a handful of tokens) run 1 x 1
  * tiles over every output, in their own stages (stage conditions pick by the parameters).
  *
- * B is packed into k-major panels first (its own stage) unless its columns are contiguous:
- * K's transposed view strides over columns, which would make every vector load a gather.
+ * B is packed into k-major panels first (its own stage): K's transposed view strides over
+ * columns, which would make every vector load a gather, and V's rows lie a view's stride
+ * apart. The register tile is MR rows by one native vector of columns while N is open (at
+ * short sequences a two-vector panel wastes more on the edge than it gains), two when N is
+ * fixed and that wide.
  * The batch loops run outside, split over the threads by the largest fixed batch dim (the
  * heads: B may be 1) or else the first. Bounds are checked by the host for every new tuple of
  * parameters (kernel_ir.h, symbolic kernels). Not done: K blocking (attention's K is a head
@@ -473,8 +475,12 @@ stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node) {
   m.k = L->kernel;
   STAX_RETURN_IF_ERROR(analyze(&m, node));
   m.k->compact_math = true;
-  m.nr = L->vector_lanes_f32;
-  m.mr = m.nr >= 16 ? 12 : 6;
+  /* One native vector of columns while N is open (at short sequences a wider panel wastes
+   * more on the edge than it gains); two when N is fixed and that wide (P.V's head dim):
+   * twice the sums per loaded operand. */
+  int32_t native = L->vector_lanes_f32;
+  m.nr = m.n.p < 0 && m.n.c >= 2 * native ? 2 * native : native;
+  m.mr = native >= 16 ? 12 : 6;
   m.tiles_m = sym_derive(&m, "tiles_m", m.m, 1, 0, m.mr, 0, 0, 0, 0);
   m.over_m = sym_derive(&m, "over_m", m.m, 1, m.mr - 1, m.mr, -1, 0, m.mr, 0);
   m.last_m = sym_derive(&m, "last_m", m.m, 1, 0, 1, 0, 0, 0, -m.mr);
@@ -482,8 +488,10 @@ stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node) {
   m.over_n = sym_derive(&m, "over_n", m.n, 1, m.nr - 1, m.nr, -1, 0, m.nr, 0);
   m.last_n = sym_derive(&m, "last_n", m.n, 1, 0, 1, 0, 0, 0, -m.nr);
   m.panels_n = sym_derive(&m, "panels_n", m.n, 1, m.nr - 1, m.nr, 0, 0, 0, 0);
-  /* Contiguous columns are read in place; anything else is packed. */
-  m.packed = !(m.b_col.p < 0 && m.b_col.c == 1);
+  /* B is packed for the tiled stage (M >= MR: every row tile reads the panels again, and a
+   * panel is one contiguous stream, where B's own rows may lie a view's stride apart);
+   * measured on P.V at S = 384, reading a contiguous-column B in place was 1.34x slower. */
+  m.packed = true;
   if (m.packed) emit_pack(&m);
   emit_tiled(&m);
   emit_small(&m, "matmul_small", 0, m.mr - 1, 0, INT64_MAX);
