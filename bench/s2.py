@@ -21,7 +21,7 @@ and stax's compiled/interpreted call counts. Writes results/bench/s2/s2.json (ev
 and s2.png (latency vs tokens per call).
 
 usage: .venv/bin/python bench/s2.py [--calls 400] [--threads 1,2] [--layers 1] [--s-multiple 8]
-       [--engines ort,stax,torch] [--out results/bench/s2] [--seed 0]
+       [--engines ort,stax,torch] [--out results/bench/s2] [--seed 0] [--rounds 1]
 Default configuration: about 5-8 minutes on a 2-core machine.
 """
 import argparse
@@ -49,6 +49,10 @@ def main():
                         help="sequence lengths rounded up to a multiple of this (1: any)")
     parser.add_argument("--engines", default="ort,stax,torch")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run ORT and stax this many times each, alternating (a fresh stax "
+                             "cache each time), and print every round's tokens/s ratio and "
+                             "their median: the machine's speed drifts between runs")
     parser.add_argument("--out", default=os.path.join(H.ROOT, "results", "bench", "s2"))
     parser.add_argument("--unaligned", action="store_true",
                         help="plain numpy inputs (16-byte aligned) instead of 64-byte aligned")
@@ -85,16 +89,23 @@ def main():
     ref_dir = os.path.join(workdir, "ref")
     os.makedirs(ref_dir, exist_ok=True)
     results = []
+    extra_rounds = []  # (threads, round, engine, tokens/s) of rounds after the first
     for threads in threads_list:
         print(f"threads = {threads}:")
-        for engine in ["ort"] + [e for e in engines if e != "ort"]:
-            label = f"{engine}_t{threads}"
-            extra = {}
-            if engine == "stax":
-                extra["STAX_JIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="cache_", dir=workdir)
-            results.append(H.run_worker(workdir, label, engine, threads, model_path, calls,
-                                        args.seed, ref_dir, notes, extra_env=extra,
-                                        align=0 if args.unaligned else 64))
+        for round_index in range(max(1, args.rounds)):
+            for engine in ["ort"] + [e for e in engines if e != "ort"]:
+                label = f"{engine}_t{threads}" + (f"_r{round_index + 1}" if round_index else "")
+                extra = {}
+                if engine == "stax":
+                    extra["STAX_JIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="cache_", dir=workdir)
+                r = H.run_worker(workdir, label, engine, threads, model_path, calls, args.seed,
+                                 ref_dir, notes, extra_env=extra,
+                                 align=0 if args.unaligned else 64)
+                if round_index == 0:
+                    results.append(r)
+                else:
+                    extra_rounds.append((threads, round_index, engine,
+                                         H.summarize(r, calls)["tokens_per_s"]))
     H.check_diffs(results, notes)
 
     by = {r["label"]: r for r in results}
@@ -121,6 +132,19 @@ def main():
                   f"{H.fmt(s['seen_p50_ms']):>9}{H.fmt(s['seen_p99_ms']):>9}"
                   f"{H.fmt(s['seen_tokens_per_s'], 0):>11}{s['throughput_vs_ort']:>13.2f}"
                   f"{f'{med:.2f} ({p10:.2f}-{p90:.2f})':>20}")
+    if args.rounds > 1:
+        print("\ntokens/s vs ORT per round (ORT and stax alternating; round 1 is the table's):")
+        for threads in threads_list:
+            for engine in [e for e in engines if e != "ort"]:
+                per = [summary[f"{engine}_t{threads}"]["throughput_vs_ort"]]
+                for round_index in range(1, args.rounds):
+                    got = {e: t for (th, ri, e, t) in extra_rounds
+                           if th == threads and ri == round_index}
+                    if engine in got and "ort" in got:
+                        per.append(got[engine] / got["ort"])
+                summary[f"{engine}_t{threads}"]["throughput_vs_ort_rounds"] = per
+                print(f"  {engine} t{threads}: " + ", ".join(f"{x:.2f}" for x in per)
+                      + f"; median {float(np.median(per)):.2f}")
     print()
     for threads in threads_list:
         if f"stax_t{threads}" not in summary:

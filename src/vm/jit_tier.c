@@ -862,6 +862,48 @@ static bool jit_publish(jit_cache* cache, const jit_job* job, int32_t g, stax_ji
   return true;
 }
 
+/* A group's work per call, roughly (multiply-adds for contractions, elements otherwise), at
+ * the shapes it is described with: the background compiler compiles a version's groups in
+ * this order, largest first, so the kernels that matter most go live first (each goes live
+ * as it lands). */
+static double jit_group_cost(const jit_desc* d) {
+  double cost = 0;
+  for (int32_t n = 0; n < d->group.node_count; n++) {
+    const stax_jit_node_t* node = &d->nodes[n];
+    if (node->output_count < 1 || node->outputs[0] < 0) continue;
+    const stax_jit_value_t* out = &d->values[node->outputs[0]];
+    double elements = 1;
+    for (int32_t k = 0; k < out->rank; k++) elements *= (double)out->dims[k];
+    double per = 1;
+    stax_op_t op = node->node->op;
+    const stax_jit_value_t* in = node->input_count > 1 && node->inputs[0] >= 0 && node->inputs[1] >= 0
+                                     ? &d->values[node->inputs[1]] : NULL;
+    if ((op == STAX_OP_MatMul || op == STAX_OP_Gemm) && in && in->rank >= 2) {
+      per = (double)d->values[node->inputs[0]].dims[d->values[node->inputs[0]].rank - 1];
+    } else if (op == STAX_OP_Conv && in && in->rank >= 1 && in->dims[0] > 0) {
+      double weight = 1;
+      for (int32_t k = 0; k < in->rank; k++) weight *= (double)in->dims[k];
+      per = weight / (double)in->dims[0];
+    }
+    cost += elements * per;
+  }
+  return cost;
+}
+
+static void jit_group_order(const jit_desc* descs, int32_t count, int32_t* order) {
+  for (int32_t g = 0; g < count; g++) order[g] = g;
+  for (int32_t i = 1; i < count; i++) { /* insertion sort: a few dozen groups at most */
+    int32_t g = order[i];
+    double cost = jit_group_cost(&descs[g]);
+    int32_t j = i;
+    while (j > 0 && jit_group_cost(&descs[order[j - 1]]) < cost) {
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = g;
+  }
+}
+
 /* The compiler thread's priority for a job. Exact versions (hot shapes, a speed-up of calls
  * that already run) yield to the threads running calls: on a machine whose cores are all
  * busy running the model, a compile at normal priority takes a core from every call (BENCH.md
@@ -900,7 +942,11 @@ static void* jit_thread_main(void* arg) {
     stax_status_t status = stax_jit_backend_get(&backend);
     int32_t compiled = 0;
     bool alive = true;
-    for (int32_t g = 0; g < job->group_count && !status && alive; g++) {
+    int32_t* order = calloc((size_t)job->group_count + 1, sizeof(int32_t));
+    if (!order && !status) status = stax_status_make(STAX_OUT_OF_MEMORY, "jit: group order");
+    if (order) jit_group_order(job->descs, job->group_count, order);
+    for (int32_t i = 0; i < job->group_count && !status && alive; i++) {
+      int32_t g = order[i];
       stax_jit_kernel_t* kernel = NULL;
       status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, false,
                                  &kernel);
@@ -916,6 +962,7 @@ static void* jit_thread_main(void* arg) {
       pthread_mutex_unlock(&cache->lock);
       if (alive && kernel) compiled++;
     }
+    free(order);
     if (!status && alive && compiled == 0)
       status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
     double ms = jit_now_ms() - start;
