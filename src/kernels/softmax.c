@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/fast_math.h"
 #include "kernels/kernel.h"
 
 #define SOFTMAX_BLOCK 256
@@ -46,42 +47,6 @@ typedef struct softmax_ctx_t {
 } softmax_ctx_t;
 
 static inline double max_with_nan(double a, double b) { return (b > a || b != b) ? b : a; }
-
-/* exp for x <= 0 and not NaN (x - max in a softmax row without NaN), straight-line so loops
- * over it vectorize: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial,
- * 2^n through the exponent bits; x < -87.33 (past float32's normal range) gives 0. */
-static inline float exp_nonpositive_f32(float x) {
-  /* x < -87.33 is found from the sign of x + 87.33 and handled with bit masks, not selects
-   * (a select is control flow to GCC without -ffinite-math-only, and blocks vectorizing). */
-  float t = x + 87.33f;
-  int32_t t_bits;
-  memcpy(&t_bits, &t, sizeof(t_bits));
-  int32_t tiny = t_bits >> 31; /* all ones when x < -87.33 (or x is -inf) */
-  /* xc = tiny ? -87.33 : x, as a bit select (arithmetic would make -inf NaN). */
-  const float floor_value = -87.33f;
-  int32_t x_bits, floor_bits;
-  memcpy(&x_bits, &x, sizeof(x_bits));
-  memcpy(&floor_bits, &floor_value, sizeof(floor_bits));
-  int32_t xc_bits = (x_bits & ~tiny) | (floor_bits & tiny);
-  float xc;
-  memcpy(&xc, &xc_bits, sizeof(xc));
-  /* Round to nearest by adding and subtracting 1.5 * 2^23 (no call: SSE2 has no round). */
-  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-  float z = r * r;
-  float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-              4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-  p = p * z + r + 1.0f;
-  uint32_t scale_bits = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0] */
-  float scale;
-  memcpy(&scale, &scale_bits, sizeof(scale));
-  float y = p * scale;
-  int32_t y_bits;
-  memcpy(&y_bits, &y, sizeof(y_bits));
-  y_bits &= ~tiny;
-  memcpy(&y, &y_bits, sizeof(y));
-  return y;
-}
 
 /* The fast path (see the file comment): contiguous float32 rows. */
 static void softmax_slice_f32(const softmax_ctx_t* c, int64_t in_offset, int64_t out_offset) {
@@ -111,7 +76,7 @@ static void softmax_slice_f32(const softmax_ctx_t* c, int64_t in_offset, int64_t
     for (k = 0; k < n; k++) out[k] = NAN;
     return;
   }
-  for (k = 0; k < n; k++) out[k] = exp_nonpositive_f32(in[k] - max);
+  for (k = 0; k < n; k++) out[k] = stax_exp_nonpositive_f32(in[k] - max);
   double sums[8] = {0};
   for (k = 0; k + 8 <= n; k += 8)
     for (int32_t j = 0; j < 8; j++) sums[j] += (double)out[k + j];

@@ -580,7 +580,43 @@ static void test_thread_pool(void) {
   stax_threadpool_destroy(pool);
 }
 
-STAX_TEST_MAIN(STAX_TEST(test_float_ops), STAX_TEST(test_round_half_to_even),
+/* float32 Erf takes a vectorized polynomial (kernels/fast_math.h): over 120001 points of
+ * [-6, 6] (contiguous, so the vector loop and its tail both run) its relative error against
+ * double erf stays below 1e-6, and the special values come out as libm's: signed zeros,
+ * +-1 at +-inf and far out, NaN stays NaN, tiny and subnormal inputs scale by 2/sqrt(pi). */
+static void test_erf_float32_fast_path(void) {
+  enum { N = 120001, SPECIAL = 10 };
+  const float special[SPECIAL] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN,
+                                  1e30f, -1e30f, 1e-20f, 1e-40f, 0.99999994f};
+  const int64_t dims[1] = {N + SPECIAL};
+  stax_tensor_t* x = NULL;
+  CHECK_OK(stax_tensor_create(kt_allocator(), STAX_DTYPE_FLOAT32, 1, dims, &x));
+  float* in = stax_tensor_data(x);
+  for (int i = 0; i < N; i++) in[i] = -6.0f + 12.0f * (float)i / (float)(N - 1);
+  for (int i = 0; i < SPECIAL; i++) in[N + i] = special[i];
+  stax_tensor_t* out = NULL;
+  CHECK_OK(run1(stax_kernel_Erf, STAX_OP_Erf, NULL, 0, x, &out));
+  const float* y = out ? stax_tensor_data(out) : NULL;
+  double worst = 0;
+  for (int i = 0; y && i < N + SPECIAL; i++) {
+    double expected = erf((double)in[i]);
+    if (isnan(expected)) {
+      CHECK(isnan(y[i]));
+      continue;
+    }
+    double error = fabs(y[i] - expected);
+    /* Subnormal results carry fewer bits: an absolute bound there. */
+    double allowed = fabs(expected) < 1e-37 ? 1e-44 : 1e-6 * fabs(expected);
+    if (error > allowed) fprintf(stderr, "erf(%.9g): %.9g, libm %.9g\n", in[i], y[i], expected);
+    CHECK(error <= allowed);
+    if (fabs(expected) >= 1e-37 && error / fabs(expected) > worst) worst = error / fabs(expected);
+    if (expected == 0) CHECK((signbit(y[i]) != 0) == (signbit(expected) != 0));
+  }
+  printf("  float32 erf: worst relative error %.2g\n", worst);
+  kt_release_all((stax_tensor_t*[]){x, out}, 2);
+}
+
+STAX_TEST_MAIN(STAX_TEST(test_float_ops), STAX_TEST(test_erf_float32_fast_path), STAX_TEST(test_round_half_to_even),
                STAX_TEST(test_attributes), STAX_TEST(test_nan_propagation),
                STAX_TEST(test_integer_ops), STAX_TEST(test_predicates), STAX_TEST(test_clip),
                STAX_TEST(test_identity), STAX_TEST(test_dropout),
