@@ -797,12 +797,13 @@ static void choose_blocking(matmul_t* m) {
  * M is the kernel's row count R, a run-time parameter (kernel_ir.h): A is [R, K] row-major
  * (its row stride fixed), B is not a rows value (a weight, usually a constant), the output
  * and any rows value of the epilogue are [R, N]. The full row tiles run in a loop of
- * floor(R / MR) iterations; the R % MR rows left over are covered by one more full tile
- * placed at rows R - MR .. R - 1, overlapping the tile before it. The overlapped rows are
- * computed twice, from the same inputs in the same order, so they get the same values, and
- * the tail needs no code of its own (no tile of each possible height, no recompiling). That
- * takes R >= MR; fewer rows (a few tokens) run the same scheme with four-row tiles, and
- * one-row tiles below four rows (stage run conditions pick the stages by R). The nest is the
+ * floor(R / MR) iterations; the R % MR rows left over run as 4-row tiles (h = 3 where MR is
+ * not a multiple of 4) and one more small tile placed at
+ * rows R - h .. R - 1, overlapping the tile before it. The overlapped rows are computed
+ * twice, from the same inputs in the same order, so they get the same values, and the tail
+ * needs no code of its own (no tile of each possible height, no recompiling). That takes
+ * R >= h; one to h - 1 rows (a token or three) run one-row tiles (stage run conditions pick
+ * the stages by R). The nest is the
  * unblocked one with B packed (once per weight when B is a constant): panels in parallel
  * when there are enough for the threads, else row tiles. */
 static void emit_rows_tiles(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
@@ -930,7 +931,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
   stax_kir_block_t* block = stax_kir_add_stage(k, "matmul");
   if (!block) return;
   k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
-  k->stages[k->stage_count - 1]->run_min_rows = m->mr;
+  k->stages[k->stage_count - 1]->run_min_rows = rest.h;
   if (panels_outer) {
     /* Every row against one panel per task: the panel stays in cache over the rows. */
     if (panels > 0) {
@@ -951,7 +952,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
       stax_kir_block_t* edge = stax_kir_add_stage(k, "matmul_edge");
       if (!edge) return;
       k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
-      k->stages[k->stage_count - 1]->run_min_rows = m->mr;
+      k->stages[k->stage_count - 1]->run_min_rows = rest.h;
       stax_kir_loop_t* i = add_loop(m, edge, "i", 0);
       if (!i) return;
       i->extent_param = tiles;
@@ -974,15 +975,15 @@ static void emit_compute_rows_generic(matmul_t* m) {
   if (!panels_outer || edge_lanes) {
     stax_kir_block_t* last_block = stax_kir_add_stage(k, "matmul_last");
     if (!last_block) return;
-    k->stages[k->stage_count - 1]->run_min_rows = m->mr;
+    k->stages[k->stage_count - 1]->run_min_rows = rest.h;
     emit_rest_rows(m, last_block, &rest, true, NULL, NULL, panels_outer ? 0 : panels, edge_lanes,
                    &all);
   }
-  /* Fewer rows than one tile (a few tokens; R = 1 when decoding one): the same scheme with
-   * four-row tiles from 4 rows on, one-row tiles below, on the calling thread (under MR rows
-   * of work). */
-  if (m->mr > 4) emit_rows_serial(m, 4, 4, m->mr - 1, panels, edge_lanes, &all);
-  emit_rows_serial(m, 1, 0, m->mr > 4 ? 3 : m->mr - 1, panels, edge_lanes, &all);
+  /* Fewer rows than one small tile (R = 1 when decoding one token): one-row tiles, on the
+   * calling thread. From h rows on the stages above cover every R (no whole MR tile below
+   * MR rows, the small tiles do it all), so no stage of their own is needed for R < MR: one
+   * tile variant fewer to compile. */
+  emit_rows_serial(m, 1, 0, rest.h - 1, panels, edge_lanes, &all);
 }
 
 /* The checks a rows-generic matmul needs (see above); UNIMPLEMENTED otherwise. */
