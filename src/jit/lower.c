@@ -53,6 +53,16 @@ int32_t lower_vector_width(const lower_t* L) {
   return lanes < 2 ? 2 : lanes;
 }
 
+void lower_declare_accumulators(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t tile,
+                                int32_t rows, int32_t* out_locals) {
+  for (int32_t r = 0; r < rows; r++) {
+    char name[32];
+    snprintf(name, sizeof(name), "acc%d_%d", (int)tile, (int)r);
+    out_locals[r] = stax_kir_add_local(kernel, name, STAX_DTYPE_FLOAT32);
+    stax_kir_add_declare(kernel, block, out_locals[r], stax_kir_float(kernel, STAX_DTYPE_FLOAT32, 0));
+  }
+}
+
 bool lower_constant_scalar(const lower_t* L, int32_t value, double* out_value) {
   const stax_tensor_t* constant = L->group->values[value].constant;
   if (!constant || stax_tensor_element_count(constant) != 1) return false;

@@ -350,12 +350,7 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
   columns->vector_width = lanes;
   int32_t j = stax_kir_loop_id(k, columns);
   int32_t accumulators[32];
-  for (int32_t r = 0; r < rows; r++) {
-    snprintf(name, sizeof(name), "acc%d_%d", (int)tile, (int)r);
-    accumulators[r] = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
-    stax_kir_add_declare(k, &columns->body, accumulators[r],
-                         stax_kir_float(k, STAX_DTYPE_FLOAT32, 0));
-  }
+  lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
   /* The first output channel of the tile: g * (M/G) + tile base. */
   stax_kir_index_t channel = channels->form;
   stax_kir_index_add_scaled(k, &channel, &group->form, c->mg);

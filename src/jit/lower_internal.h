@@ -89,6 +89,9 @@ bool lower_dim_open(const lower_t* L, int32_t value, int32_t d);
  * operands) are neither read nor tied. */
 STAX_MUST_USE stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank,
                                                  const int32_t* skip, int32_t skip_count);
+/* A register tile's float32 sums: locals acc<tile>_<r>, r < rows, declared 0 in `block`. */
+void lower_declare_accumulators(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t tile,
+                                int32_t rows, int32_t* out_locals);
 /* The vector width for the kernel's widest compute dtype. */
 int32_t lower_vector_width(const lower_t* L);
 /* A small constant operand folded at compile time: true with its value when `value` has

@@ -315,11 +315,7 @@ static void emit_tile(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t*
   columns->vector_width = lanes;
   int32_t j = stax_kir_loop_id(k, columns);
   int32_t accumulators[32];
-  for (int32_t r = 0; r < rows; r++) {
-    snprintf(name, sizeof(name), "acc%d_%d", (int)tile, (int)r);
-    accumulators[r] = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
-    stax_kir_add_declare(k, &columns->body, accumulators[r], stax_kir_float(k, STAX_DTYPE_FLOAT32, 0));
-  }
+  lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
   stax_kir_loop_t* depth = sym_loop(m, &columns->body, "k", m->kd);
   if (!depth) return;
   depth->unroll = 4;
@@ -388,15 +384,21 @@ static void emit_row_of_tiles(smm_t* m, stax_kir_block_t* block, const stax_kir_
   }
 }
 
+/* A stage that runs for M >= MR and N >= NR (none when that cannot hold): the block inside
+ * its batch loops, or NULL. */
+static stax_kir_block_t* tiled_stage(smm_t* m, const char* name) {
+  if (!possible(m->m, m->mr, INT64_MAX) || !possible(m->n, m->nr, INT64_MAX)) return NULL;
+  stax_kir_block_t* block = stax_kir_add_stage(m->k, name);
+  if (!block) return NULL;
+  stage_when(m, m->m, m->mr, INT64_MAX);
+  stage_when(m, m->n, m->nr, INT64_MAX);
+  return batch_nest(m, block);
+}
+
 /* The stage for M >= MR and N >= NR: whole tiles, then the overlapping last row of tiles. */
 static void emit_tiled(smm_t* m) {
   stax_kir_kernel_t* k = m->k;
-  if (!possible(m->m, m->mr, INT64_MAX) || !possible(m->n, m->nr, INT64_MAX)) return;
-  stax_kir_block_t* block = stax_kir_add_stage(k, "matmul");
-  if (!block) return;
-  stage_when(m, m->m, m->mr, INT64_MAX);
-  stage_when(m, m->n, m->nr, INT64_MAX);
-  block = batch_nest(m, block);
+  stax_kir_block_t* block = tiled_stage(m, "matmul");
   stax_kir_loop_t* i = block ? sym_loop(m, block, "i", m->tiles_m) : NULL;
   if (!i) return;
   stax_kir_index_t row = stax_kir_index_constant(0);
@@ -446,12 +448,7 @@ static void emit_pack(smm_t* m) {
       stax_kir_add_buffer(k, "panels", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1, dims, NULL);
   if (total.p >= 0 && m->panel_buffer >= 0)
     stax_kir_buffer_dim_param(k, m->panel_buffer, 0, sym_plain(m, "panel_total", total));
-  if (!possible(m->m, m->mr, INT64_MAX) || !possible(m->n, m->nr, INT64_MAX)) return;
-  stax_kir_block_t* block = stax_kir_add_stage(k, "pack");
-  if (!block) return;
-  stage_when(m, m->m, m->mr, INT64_MAX);
-  stage_when(m, m->n, m->nr, INT64_MAX);
-  block = batch_nest(m, block);
+  stax_kir_block_t* block = tiled_stage(m, "pack");
   stax_kir_loop_t* p = block ? sym_loop(m, block, "pp", m->tiles_n) : NULL;
   if (!p) return;
   int32_t id = stax_kir_loop_id(k, p);
