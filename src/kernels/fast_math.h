@@ -1,6 +1,7 @@
 /* Float32 math for the generic kernels' fast paths: straight-line code (bit masks instead of
  * branches or selects, which GCC treats as control flow without -ffinite-math-only), so the
- * loops calling it vectorize. The results are what float32 needs, not libm's double
+ * loops calling it vectorize (always inlined: GCC would keep erf out of line, and a call
+ * per element does not vectorize). The results are what float32 needs, not libm's double
  * precision: each function says its error. */
 #ifndef STAX_KERNELS_FAST_MATH_H_
 #define STAX_KERNELS_FAST_MATH_H_
@@ -23,7 +24,7 @@ static inline float stax_f32_from_bits(int32_t bits) {
 /* exp for x <= 0 and not NaN (x - max in a softmax row without NaN), straight-line so loops
  * over it vectorize: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial,
  * 2^n through the exponent bits; x < -87.33 (past float32's normal range) gives 0. */
-static inline float stax_exp_nonpositive_f32(float x) {
+__attribute__((always_inline)) static inline float stax_exp_nonpositive_f32(float x) {
   /* x < -87.33 is found from the sign of x + 87.33 and handled with bit masks, not selects
    * (a select is control flow to GCC without -ffinite-math-only, and blocks vectorizing). */
   float t = x + 87.33f;
@@ -60,7 +61,7 @@ static inline float stax_exp_nonpositive_f32(float x) {
  * |x| < 1, where its terms stay small, and Abramowitz & Stegun 7.1.26 (absolute error below
  * 1.5e-7) with the exp above elsewhere; the JIT's erf (llvm_math.c) is the same. Measured
  * against double erf over [-6, 6]: relative error below 1e-6. */
-static inline float stax_erf_f32(float x) {
+__attribute__((always_inline)) static inline float stax_erf_f32(float x) {
   int32_t x_bits = stax_f32_bits(x);
   int32_t a_bits = x_bits & 0x7fffffff;
   float a = stax_f32_from_bits(a_bits);
