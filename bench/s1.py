@@ -14,7 +14,7 @@ each is one version of the segment: 3 kernels for S1), compile time per version.
 Each run gets an empty JIT object cache, so compile times are real compiles (STAX_S1_WARM=1
 keeps the user's cache). Not part of the tests (timings vary with the machine).
 
-usage: python bench/s1.py [--stax PATH] [--repeat N]   (a release build gives real figures)
+usage: python bench/s1.py [--stax PATH] [--repeat N] [--rounds 3]   (a release build gives real figures)
 """
 import argparse
 import json
@@ -71,6 +71,9 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--stax", default=os.path.join(root, "build", "stax"))
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="sync JIT and static run this many times, alternating; the table "
+                             "shows the median of each (the machine's speed drifts)")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="stax_s1_")
@@ -89,26 +92,36 @@ def main():
             files[name] = path
         input_sets.append(files)
 
+    def static_run(tag):
+        medians, combined = [], None
+        for (batch, seq), files in zip(SHAPES, input_sets):
+            path = os.path.join(workdir, f"mlp_{batch}x{seq}.onnx")
+            onnx.save(fixed_dims(model, batch, seq), path)
+            median, total = run(args.stax, path, [files], "sync", args.repeat // 2, workdir,
+                                f"static_{batch}x{seq}_{tag}")
+            medians.append(median)
+            if combined is None:
+                combined = dict(total)
+            else:
+                for key in ("entries", "hits", "misses", "compiles", "failures", "compile_ms"):
+                    combined[key] += total[key]
+                combined["hit_rate"] = combined["hits"] / max(1, combined["entries"])
+        return sum(medians) / len(medians), combined
+
     rows = []
-    for label, mode in (("interp (--jit=off)", "off"), ("sync JIT", "sync"),
-                        ("background JIT (--jit=on)", "on")):
+    for label, mode in (("interp (--jit=off)", "off"), ("background JIT (--jit=on)", "on")):
         median, total = run(args.stax, dynamic_path, input_sets, mode, args.repeat, workdir, mode)
         rows.append((label, median, total))
-    static_medians, static_total = [], None
-    for (batch, seq), files in zip(SHAPES, input_sets):
-        path = os.path.join(workdir, f"mlp_{batch}x{seq}.onnx")
-        onnx.save(fixed_dims(model, batch, seq), path)
-        median, total = run(args.stax, path, [files], "sync", args.repeat // 2, workdir,
-                            f"static_{batch}x{seq}")
-        static_medians.append(median)
-        if static_total is None:
-            static_total = dict(total)
-        else:
-            for key in ("entries", "hits", "misses", "compiles", "failures", "compile_ms"):
-                static_total[key] += total[key]
-            static_total["hit_rate"] = static_total["hits"] / max(1, static_total["entries"])
-    rows.append(("static (fixed dims, JIT)", sum(static_medians) / len(static_medians),
-                 static_total))
+    # Sync JIT against static, alternating, so drift does not read as a gap.
+    sync_runs, static_runs = [], []
+    for r in range(max(1, args.rounds)):
+        sync_runs.append(run(args.stax, dynamic_path, input_sets, "sync", args.repeat, workdir,
+                             f"sync_{r}"))
+        static_runs.append(static_run(r))
+    ratios = [a[0] / b[0] for a, b in zip(sync_runs, static_runs)]
+    pick = lambda runs: sorted(runs, key=lambda x: x[0])[len(runs) // 2]
+    rows.insert(1, ("sync JIT",) + pick(sync_runs))
+    rows.append(("static (fixed dims, JIT)",) + pick(static_runs))
 
     print(f"S1 seed_mlp, (B,S) alternating {SHAPES}, {args.repeat} calls, {args.stax}")
     print(f"{'mode':<26}{'ms/call (median)':>18}{'hit rate':>10}{'compiles':>10}"
@@ -118,6 +131,8 @@ def main():
         per = total["compile_ms"] / compiles if compiles else 0.0
         print(f"{label:<26}{median:>18.3f}{total['hit_rate']:>10.3f}{compiles:>10d}"
               f"{total['compile_ms']:>12.1f}{per:>12.1f}")
+    print("sync JIT / static per round (alternating): " + ", ".join(f"{x:.3f}" for x in ratios)
+          + f"; median {float(np.median(ratios)):.3f}")
 
 
 if __name__ == "__main__":
