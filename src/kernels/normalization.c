@@ -112,6 +112,20 @@ static int64_t row_offset(const stax_tensor_t* t, int32_t axis, const int64_t* o
   return offset;
 }
 
+/* LayerNormalization's optional Mean and InvStdDev outputs for one row. */
+static void store_row_stats(const norm_rows_t* rows, int64_t row, double mean, double inv_std) {
+  if (rows->mean) {
+    int64_t offset = row_offset(rows->mean, rows->axis, rows->x->dims, row);
+    stax_convert_strided(STAX_DTYPE_FLOAT64, &mean, 0, rows->mean->dtype,
+                         element_address(rows->mean, offset), 0, 1);
+  }
+  if (rows->inv_std) {
+    int64_t offset = row_offset(rows->inv_std, rows->axis, rows->x->dims, row);
+    stax_convert_strided(STAX_DTYPE_FLOAT64, &inv_std, 0, rows->inv_std->dtype,
+                         element_address(rows->inv_std, offset), 0, 1);
+  }
+}
+
 /* The fast path: a contiguous float32 row in and out, per-element scale and bias. The same
  * double arithmetic as the general path, read and written directly and with eight partial
  * sums (the compiler may not reorder a float sum itself), so the loops vectorize: LayerNorm
@@ -163,16 +177,7 @@ static void normalize_row(const norm_rows_t* rows, int64_t row) {
       rows->x_stride == 1 && rows->y_stride == 1 && rows->channels == 0 && length > 0) {
     double mean = 0, inv_std = 0;
     normalize_row_f32(rows, (const float*)x_row, (float*)y_row, &mean, &inv_std);
-    if (rows->mean) {
-      int64_t offset = row_offset(rows->mean, rows->axis, x->dims, row);
-      stax_convert_strided(STAX_DTYPE_FLOAT64, &mean, 0, rows->mean->dtype,
-                           element_address(rows->mean, offset), 0, 1);
-    }
-    if (rows->inv_std) {
-      int64_t offset = row_offset(rows->inv_std, rows->axis, x->dims, row);
-      stax_convert_strided(STAX_DTYPE_FLOAT64, &inv_std, 0, rows->inv_std->dtype,
-                           element_address(rows->inv_std, offset), 0, 1);
-    }
+    store_row_stats(rows, row, mean, inv_std);
     return;
   }
   for (int64_t start = 0; start < length; start += NORM_CHUNK) {
@@ -211,16 +216,7 @@ static void normalize_row(const norm_rows_t* rows, int64_t row) {
     stax_convert_strided(STAX_DTYPE_FLOAT64, values, sizeof(double), rows->y->dtype,
                          y_row + start * rows->y_stride * y_size, rows->y_stride * y_size, n);
   }
-  if (rows->mean) {
-    int64_t offset = row_offset(rows->mean, rows->axis, x->dims, row);
-    stax_convert_strided(STAX_DTYPE_FLOAT64, &mean, 0, rows->mean->dtype,
-                         element_address(rows->mean, offset), 0, 1);
-  }
-  if (rows->inv_std) {
-    int64_t offset = row_offset(rows->inv_std, rows->axis, x->dims, row);
-    stax_convert_strided(STAX_DTYPE_FLOAT64, &inv_std, 0, rows->inv_std->dtype,
-                         element_address(rows->inv_std, offset), 0, 1);
-  }
+  store_row_stats(rows, row, mean, inv_std);
 }
 
 static void normalize_rows_task(void* opaque, int64_t begin, int64_t end) {
