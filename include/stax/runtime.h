@@ -181,6 +181,33 @@ void stax_pool_trim(void);
 void stax_pool_set_limit(uint64_t bytes);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Instruction-set level                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The vector instruction sets stax's kernels have code for, lowest first. BASELINE is what
+ * every CPU of the architecture has (SSE2 on x86-64); AVX2 includes FMA; AVX512 is F, BW, DQ
+ * and VL. */
+typedef enum stax_isa_t {
+  STAX_ISA_BASELINE = 0,
+  STAX_ISA_AVX2 = 1,
+  STAX_ISA_AVX512 = 2,
+} stax_isa_t;
+
+/* The level the kernels use: the CPU's (detected at run time), lowered by the cap. The
+ * generic kernels read it on every call; the JIT reads it once, when its backend starts
+ * (its first compile), so a cap meant for the JIT must be set before that. */
+stax_isa_t stax_isa(void);
+/* The CPU's own level, whatever the cap. */
+stax_isa_t stax_isa_detected(void);
+/* "avx512", "avx2", "sse2" (x86) or "baseline". */
+const char* stax_isa_name(stax_isa_t isa);
+/* Caps the level at `name` ("avx512", "avx2", "sse2" or "baseline"; "native" or NULL: no
+ * cap). A cap above the CPU's level changes nothing. The environment variable STAX_ISA sets
+ * the same cap at start (an unknown value there is reported on stderr and ignored); this
+ * call overrides it. STAX_INVALID_ARGUMENT for an unknown name. */
+STAX_MUST_USE stax_status_t stax_set_isa_cap(const char* name);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Thread pool                                                                              */
 /* ---------------------------------------------------------------------------------------- */
 

@@ -197,6 +197,23 @@ static PyObject* module_num_threads(PyObject* module, PyObject* unused) {
   return PyLong_FromLong(stax_threadpool_thread_count(stax_threadpool_default()));
 }
 
+static PyObject* module_isa(PyObject* module, PyObject* unused) {
+  (void)module, (void)unused;
+  return Py_BuildValue("(ss)", stax_isa_name(stax_isa()), stax_isa_name(stax_isa_detected()));
+}
+
+static PyObject* module_set_isa_cap(PyObject* module, PyObject* arg) {
+  (void)module;
+  const char* name = NULL;
+  if (arg != Py_None) {
+    name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+  }
+  stax_status_t status = stax_set_isa_cap(name);
+  if (status != STAX_OK) return stax_py_raise(status, NULL);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"_set_hooks", module_set_hooks, METH_VARARGS, "_set_hooks(asarray, coerce)"},
     {"version", module_version, METH_NOARGS, "The C library version."},
@@ -222,6 +239,8 @@ static PyMethodDef module_methods[] = {
     {"set_num_threads", module_set_num_threads, METH_O,
      "Sets the default thread pool's size; False when the pool already exists."},
     {"num_threads", module_num_threads, METH_NOARGS, "Threads in the default pool."},
+    {"isa", module_isa, METH_NOARGS, "(level in use, the CPU's level)."},
+    {"set_isa_cap", module_set_isa_cap, METH_O, "Caps the ISA level (None: no cap)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -78,7 +78,23 @@ def set_num_threads(count):
 
 
 def num_threads():
+    """Threads in stax's default pool (creating it on first use)."""
     return _C.num_threads()
+
+
+def isa():
+    """The vector instruction set stax's kernels use, as (level in use, the CPU's level):
+    "avx512", "avx2" or "sse2" ("baseline" off x86). The level in use is the CPU's, lowered
+    by a cap (STAX_ISA in the environment, or set_isa_cap)."""
+    return _C.isa()
+
+
+def set_isa_cap(name):
+    """Caps the instruction set stax's kernels use at `name` ("avx512", "avx2", "sse2";
+    "native" or None: no cap), to run and test the code a lesser CPU runs. The generic kernels
+    follow at once; the JIT reads the level when it starts (its first compile), so set the cap
+    before any model runs compiled. Raises ValueError for an unknown name."""
+    _C.set_isa_cap(name)
 
 
 dtypes = tuple(name for name, _, _ in _C.dtypes())

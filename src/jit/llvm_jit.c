@@ -95,6 +95,29 @@ static bool has_feature(const char* features, const char* name) {
   return false;
 }
 
+/* The host's features under the ISA cap (stax_isa): "-avx512f" turns off every AVX-512
+ * extension and "-avx" everything from AVX up (LLVM clears the features that imply one it
+ * turns off), so the JIT emits only what a CPU of the capped level has. The result is part
+ * of the object cache's key, so capped and native code never mix. Takes `host` (an LLVM
+ * message) and returns another, NULL when out of memory. */
+static char* capped_features(char* host) {
+  stax_isa_t isa = stax_isa();
+  const char* off = isa >= STAX_ISA_AVX512 ? NULL : isa >= STAX_ISA_AVX2 ? ",-avx512f" : ",-avx";
+  if (!off || !host) return host;
+  size_t n = strlen(host), m = strlen(off);
+  char* text = malloc(n + m + 1);
+  if (!text) {
+    LLVMDisposeMessage(host);
+    return NULL;
+  }
+  memcpy(text, host, n);
+  memcpy(text + n, off, m + 1);
+  LLVMDisposeMessage(host);
+  char* capped = LLVMCreateMessage(text);
+  free(text);
+  return capped;
+}
+
 static LLVMTargetMachineRef create_machine(llvm_backend_t* b, LLVMTargetRef target) {
   return LLVMCreateTargetMachine(target, b->triple, b->cpu, b->features, LLVMCodeGenLevelAggressive,
                                  LLVMRelocPIC, LLVMCodeModelJITDefault);
@@ -105,7 +128,8 @@ static stax_status_t backend_create(llvm_backend_t* b) {
     return stax_status_make(STAX_INTERNAL, "LLVM has no native target for this host");
   b->triple = LLVMGetDefaultTargetTriple();
   b->cpu = LLVMGetHostCPUName();
-  b->features = LLVMGetHostCPUFeatures();
+  b->features = capped_features(LLVMGetHostCPUFeatures());
+  if (!b->features) return stax_status_make(STAX_OUT_OF_MEMORY, "LLVM target features");
   LLVMTargetRef target = NULL;
   char* message = NULL;
   if (LLVMGetTargetFromTriple(b->triple, &target, &message)) {
@@ -134,14 +158,18 @@ static stax_status_t backend_create(llvm_backend_t* b) {
   if (error) return status_from_error(error, "process symbol generator");
   LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(b->jit), generator);
 
-  bool avx512 = has_feature(b->features, "+avx512f");
-  bool avx = has_feature(b->features, "+avx2") || has_feature(b->features, "+avx");
+  /* The features' last word on each name wins (the cap appends "-avx512f" or "-avx"). */
+  stax_isa_t isa = stax_isa();
+  bool avx512 = isa >= STAX_ISA_AVX512 && has_feature(b->features, "+avx512f");
+  bool avx = isa >= STAX_ISA_AVX2 &&
+             (has_feature(b->features, "+avx2") || has_feature(b->features, "+avx"));
   b->target.cpu = b->cpu;
   b->target.features = b->features;
   b->target.vector_bits = avx512 ? 512 : avx ? 256 : 128;
-  b->target.has_fma = has_feature(b->features, "+fma");
-  STAX_LOG(JIT, "LLVM backend: %s, cpu %s, %d-bit vectors%s", b->triple, b->cpu,
-           (int)b->target.vector_bits, b->target.has_fma ? ", fma" : "");
+  b->target.has_fma = isa >= STAX_ISA_AVX2 && has_feature(b->features, "+fma");
+  STAX_LOG(JIT, "LLVM backend: %s, cpu %s, %d-bit vectors%s (ISA %s of %s)", b->triple, b->cpu,
+           (int)b->target.vector_bits, b->target.has_fma ? ", fma" : "", stax_isa_name(isa),
+           stax_isa_name(stax_isa_detected()));
   return STAX_OK;
 }
 

@@ -180,8 +180,8 @@ static stax_status_t arg_reduce_kernel(stax_kernel_call_t* call, bool is_max) {
       .output = (int64_t*)stax_buffer_data(y->buffer) + y->offset,
   };
   const int64_t* strides[2] = {in_strides, out_strides};
-  stax_nd_for_each_row_parallel(call->pool, space_rank, space_dims, 2, strides, NULL, arg_row,
-                                &ctx);
+  stax_nd_for_each_row_parallel(call->pool, space_rank, space_dims, 2, strides, NULL,
+                                ctx.axis_length, arg_row, &ctx);
   return STAX_OK;
 }
 

@@ -92,7 +92,7 @@ void stax_elementwise_iterate(stax_threadpool_t* pool, int32_t rank, const int64
     stride_rows[k] = merged_strides[k];
   }
   stax_nd_for_each_row_parallel(pool, merged_rank, merged_dims, operand_count, stride_rows,
-                                base_offsets, row, ctx);
+                                base_offsets, 1, row, ctx);
 }
 
 /* Operand 0 is the output, 1 and 2 the inputs. */

@@ -184,6 +184,6 @@ stax_status_t stax_kernel_CumSum(stax_kernel_call_t* call) {
   if (ctx.axis_length == 0) return STAX_OK;
   const int64_t* strides[2] = {in_strides, out_strides};
   stax_nd_for_each_row_parallel(call->pool, space_rank, space_dims, 2, strides, NULL,
-                                cumsum_row, &ctx);
+                                ctx.axis_length, cumsum_row, &ctx);
   return STAX_OK;
 }

@@ -305,7 +305,7 @@ static void copy_view(stax_threadpool_t* pool, int32_t rank, const int64_t* dims
                    rank ? src_strides[rank - 1] : 0,
                    rank ? dst_strides[rank - 1] : 0};
   const int64_t* strides[2] = {src_strides, dst_strides};
-  stax_nd_for_each_row_parallel(pool, rank, dims, 2, strides, NULL, copy_row, &c);
+  stax_nd_for_each_row_parallel(pool, rank, dims, 2, strides, NULL, 1, copy_row, &c);
 }
 
 /* Makes input i an operand: converted to the intermediate dtype when needed, repeated labels

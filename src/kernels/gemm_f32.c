@@ -258,10 +258,12 @@ static const gemm_isa_t kGemmAvx512 = {"avx512f",
 /* Set by stax_gemm_set_isa (tests); NULL picks from the CPU. */
 static _Atomic(const gemm_isa_t*) gemm_isa_override = NULL;
 
+/* The CPU's level under the cap (stax_isa, base/cpu.c). */
 static const gemm_isa_t* gemm_best_isa(void) {
 #if GEMM_X86
-  if (__builtin_cpu_supports("avx512f")) return &kGemmAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &kGemmAvx2;
+  stax_isa_t isa = stax_isa();
+  if (isa >= STAX_ISA_AVX512) return &kGemmAvx512;
+  if (isa >= STAX_ISA_AVX2) return &kGemmAvx2;
 #endif
   return &kGemmGeneric;
 }

@@ -97,10 +97,15 @@ typedef void (*stax_nd_row_fn)(void* ctx, const int64_t* offsets, int64_t count)
 void stax_nd_for_each_row(int32_t rank, const int64_t* dims, int32_t operand_count,
                           const int64_t* const* strides, const int64_t* base_offsets,
                           stax_nd_row_fn row, void* ctx);
-/* The same, split over the thread pool by outer rows (rows must be independent). */
+/* The same, split over the thread pool by outer rows (rows must be independent).
+ * point_cost is the elements of work behind each index point: 1 for elementwise spaces, the
+ * axis length where each point is a whole slice (Softmax, ArgMax, CumSum), so the split
+ * sees the real work: a [4, 12, 128] space of 128-long softmax rows is 786k elements, not
+ * 6k, and must not stay on one thread. */
 void stax_nd_for_each_row_parallel(stax_threadpool_t* pool, int32_t rank, const int64_t* dims,
                                    int32_t operand_count, const int64_t* const* strides,
-                                   const int64_t* base_offsets, stax_nd_row_fn row, void* ctx);
+                                   const int64_t* base_offsets, int64_t point_cost,
+                                   stax_nd_row_fn row, void* ctx);
 
 /* Scalar access through double for generic, any-dtype code paths (exact for every integer
  * up to 2^53; int64/uint64 kernels that need all 64 bits use the typed paths). */

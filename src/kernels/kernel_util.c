@@ -197,27 +197,64 @@ typedef struct nd_parallel_ctx_t {
   const int64_t* base_offsets;
   stax_nd_row_fn row;
   void* ctx;
+  int64_t pieces; /* > 1: every row is split into this many column ranges, one task each */
 } nd_parallel_ctx_t;
 
 static void nd_parallel_chunk(void* opaque, int64_t begin, int64_t end) {
   nd_parallel_ctx_t* p = opaque;
-  nd_rows_range(p->rank, p->dims, p->operand_count, p->strides, p->base_offsets, p->row, p->ctx,
-                begin, end);
+  if (p->pieces <= 1) {
+    nd_rows_range(p->rank, p->dims, p->operand_count, p->strides, p->base_offsets, p->row,
+                  p->ctx, begin, end);
+    return;
+  }
+  /* Task t is column range t % pieces of row t / pieces. */
+  int32_t last = p->rank - 1, outer = p->rank - 1;
+  int64_t count = p->dims[last];
+  for (int64_t t = begin; t < end; t++) {
+    int64_t r = t / p->pieces, piece = t % p->pieces;
+    int64_t c0 = count * piece / p->pieces, c1 = count * (piece + 1) / p->pieces;
+    if (c1 <= c0) continue;
+    int64_t offsets[STAX_ND_MAX_OPERANDS];
+    for (int32_t k = 0; k < p->operand_count; k++) {
+      int64_t offset = p->base_offsets ? p->base_offsets[k] : 0, rest = r;
+      for (int32_t d = outer - 1; d >= 0; d--) {
+        offset += (rest % p->dims[d]) * p->strides[k][d];
+        rest /= p->dims[d];
+      }
+      offsets[k] = offset + c0 * p->strides[k][last];
+    }
+    p->row(p->ctx, offsets, c1 - c0);
+  }
 }
+
+/* Chunks of >= 32k elements of work, so small tensors stay on one thread. */
+#define ND_GRAIN_WORK 32768
 
 void stax_nd_for_each_row_parallel(stax_threadpool_t* pool, int32_t rank, const int64_t* dims,
                                    int32_t operand_count, const int64_t* const* strides,
-                                   const int64_t* base_offsets, stax_nd_row_fn row, void* ctx) {
+                                   const int64_t* base_offsets, int64_t point_cost,
+                                   stax_nd_row_fn row, void* ctx) {
   int64_t rows = nd_row_count(rank, dims);
   if (rows == 0) return;
-  int64_t row_length = rank > 0 ? dims[rank - 1] : 1;
-  /* Aim for chunks of >= 32k elements so small tensors stay on one thread. */
-  int64_t grain = row_length >= 32768 ? 1 : (32768 + row_length - 1) / (row_length ? row_length : 1);
+  int64_t count = rank > 0 ? dims[rank - 1] : 1;
+  int64_t cost = point_cost > 1 ? point_cost : 1;
+  int64_t row_cost = count * cost;
+  int64_t threads = pool ? stax_threadpool_thread_count(pool) : 1;
+  nd_parallel_ctx_t p = {rank, dims, operand_count, strides, base_offsets, row, ctx, 1};
+  if (threads > 1 && rank > 0 && rows < 2 * threads && row_cost >= 2 * ND_GRAIN_WORK) {
+    /* Too few rows to share (a [6144] space of softmax rows is one row): split the rows. */
+    int64_t pieces = row_cost / ND_GRAIN_WORK;
+    if (pieces > 4 * threads) pieces = 4 * threads;
+    if (pieces > count) pieces = count;
+    p.pieces = pieces;
+    stax_parallel_for(pool, rows * pieces, 1, nd_parallel_chunk, &p);
+    return;
+  }
+  int64_t grain = row_cost >= ND_GRAIN_WORK ? 1 : (ND_GRAIN_WORK + row_cost - 1) / row_cost;
   if (!pool || rows <= grain) {
     nd_rows_range(rank, dims, operand_count, strides, base_offsets, row, ctx, 0, rows);
     return;
   }
-  nd_parallel_ctx_t p = {rank, dims, operand_count, strides, base_offsets, row, ctx};
   stax_parallel_for(pool, rows, grain, nd_parallel_chunk, &p);
 }
 

@@ -21,12 +21,13 @@
  * the common case) runs in float32 with a polynomial exp the compiler vectorizes (Cephes'
  * expf: within 2 ulp; arguments below -87.33, where exp leaves float32's normal range, give
  * 0) and a double sum: about 6x faster than libm's double exp per element, which was most of
- * an interpreted attention block's time (a BERT-base layer at 4 x 128 tokens: 9.7 ms of 128). */
+ * an interpreted attention block's time (a BERT-base layer at 4 x 128 tokens: 9.7 ms of 128).
+ * Its loop is compiled per ISA level (kernels/fast_loops.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/fast_math.h"
+#include "kernels/fast_loops.h"
 #include "kernels/kernel.h"
 
 #define SOFTMAX_BLOCK 256
@@ -44,48 +45,10 @@ typedef struct softmax_ctx_t {
   int64_t axis_output_stride;
   int64_t inner_input_stride;
   int64_t inner_output_stride;
+  const stax_fast_loops_t* fast; /* the float32 fast path's loops at the current ISA level */
 } softmax_ctx_t;
 
 static inline double max_with_nan(double a, double b) { return (b > a || b != b) ? b : a; }
-
-/* The fast path (see the file comment): contiguous float32 rows. */
-static void softmax_slice_f32(const softmax_ctx_t* c, int64_t in_offset, int64_t out_offset) {
-  const float* in = (const float*)c->input + in_offset;
-  float* out = (float*)c->output + out_offset;
-  int64_t n = c->axis_length;
-  /* Reductions keep 8 independent partials (the compiler may not reorder float sums or
-   * maxima itself), the exp loop has none, so both run wide. */
-  float maxes[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                    -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-  int32_t nans = 0;
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int32_t j = 0; j < 8; j++) {
-      maxes[j] = in[k + j] > maxes[j] ? in[k + j] : maxes[j];
-      nans |= in[k + j] != in[k + j];
-    }
-  for (; k < n; k++) {
-    maxes[0] = in[k] > maxes[0] ? in[k] : maxes[0];
-    nans |= in[k] != in[k];
-  }
-  float max = maxes[0];
-  for (int32_t j = 1; j < 8; j++) max = maxes[j] > max ? maxes[j] : max;
-  if (nans || isinf(max)) {
-    /* A NaN, or an infinite maximum (inf - inf is NaN, and so is the sum), makes the whole
-     * row NaN, as the double path computes it. */
-    for (k = 0; k < n; k++) out[k] = NAN;
-    return;
-  }
-  for (k = 0; k < n; k++) out[k] = stax_exp_nonpositive_f32(in[k] - max);
-  double sums[8] = {0};
-  for (k = 0; k + 8 <= n; k += 8)
-    for (int32_t j = 0; j < 8; j++) sums[j] += (double)out[k + j];
-  for (; k < n; k++) sums[0] += (double)out[k];
-  double sum = 0.0;
-  for (int32_t j = 0; j < 8; j++) sum += sums[j];
-  float inverse = (float)(1.0 / sum);
-  for (int64_t k = 0; k < n; k++) out[k] *= inverse;
-}
 
 /* Rows of any float dtype as doubles (strides in elements). */
 static void load(const softmax_ctx_t* c, int64_t offset, int64_t stride, int64_t count,
@@ -115,7 +78,8 @@ static bool parks_exponentials(const softmax_ctx_t* c) {
 static void softmax_slice(const softmax_ctx_t* c, int64_t in_offset, int64_t out_offset) {
   if (c->kind == KIND_SOFTMAX && c->dtype == STAX_DTYPE_FLOAT32 && c->axis_input_stride == 1 &&
       c->axis_output_stride == 1) {
-    softmax_slice_f32(c, in_offset, out_offset);
+    c->fast->softmax_row((float*)c->output + out_offset, (const float*)c->input + in_offset,
+                         c->axis_length);
     return;
   }
   double values[SOFTMAX_BLOCK];
@@ -283,11 +247,12 @@ static stax_status_t softmax_kernel(stax_kernel_call_t* call, softmax_kind_t kin
       .axis_output_stride = y->strides[axis],
       .inner_input_stride = space_rank > 0 ? in_strides[space_rank - 1] : 0,
       .inner_output_stride = space_rank > 0 ? out_strides[space_rank - 1] : 0,
+      .fast = stax_fast_loops(),
   };
   if (ctx.axis_length == 0) return STAX_OK;
   const int64_t* strides[2] = {in_strides, out_strides};
   stax_nd_for_each_row_parallel(call->pool, space_rank, space_dims, 2, strides, NULL,
-                                softmax_row, &ctx);
+                                ctx.axis_length, softmax_row, &ctx);
   return STAX_OK;
 }
 

@@ -13,6 +13,7 @@
 #include <tgmath.h>
 
 #include "kernels/elementwise.h"
+#include "kernels/fast_loops.h"
 #include "kernels/fast_math.h"
 
 /* Attributes and bounds a row function may read; bounds are stored in the compute dtype. */
@@ -150,7 +151,27 @@ FLOAT_TYPES(DEFINE_SAME, Selu, x <= 0 ? (T)p->gamma * ((T)p->alpha * expm1(x)) :
 FLOAT_TYPES(DEFINE_SAME, Celu,
             x != x ? x : fmax((T)0, x) + fmin((T)0, (T)p->alpha * expm1(x / (T)p->alpha)))
 FLOAT_TYPES(DEFINE_SAME, ThresholdedRelu, x > (T)p->alpha ? x : (T)0)
-FLOAT_TYPES(DEFINE_SAME, Gelu, (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440)))
+/* float32 Gelu and Erf: contiguous rows run kernels/fast_loops.h's loops (per ISA level, the
+ * polynomials of kernels/fast_math.h: relative error below 1e-6, which is what float32
+ * carries, and about 10x faster than libm's erff per element, a BERT layer's GELU
+ * interpreted); strided ones the same functions element by element; float64: libm. */
+#define FAST_LOOP_ROW(name, loop, EXPR)                                                      \
+  static void name(void* out_, int64_t out_stride, const void* in_, int64_t in_stride,      \
+                   int64_t count, const unary_params_t* p) {                                \
+    (void)p;                                                                                \
+    float* out = out_;                                                                      \
+    const float* in = in_;                                                                  \
+    if (out_stride == 1 && in_stride == 1) {                                                \
+      stax_fast_loops()->loop(out, in, count);                                              \
+      return;                                                                               \
+    }                                                                                       \
+    for (int64_t i = 0; i < count; i++) {                                                  \
+      float x = in[i * in_stride];                                                          \
+      out[i * out_stride] = (EXPR);                                                         \
+    }                                                                                       \
+  }
+FAST_LOOP_ROW(unary_Gelu_FLOAT32, gelu_row, stax_gelu_f32(x))
+DEFINE_SAME(FLOAT64, double, uint64_t, Gelu, 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)))
 FLOAT_TYPES(DEFINE_SAME, GeluTanh,
             (T)0.5 * x *
                 ((T)1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x))))
@@ -181,10 +202,8 @@ SIGNED_TYPES(DEFINE_SAME, Neg, (U)0 - (U)x)
 FLOAT_TYPES(DEFINE_SAME, Abs, fabs(x))
 SIGNED_TYPES(DEFINE_SAME, Abs, x < 0 ? (T)((U)0 - (U)x) : x)
 UNSIGNED_TYPES(DEFINE_SAME, Abs, x)
-/* float32 (and the half types, computed in it): the vectorizable polynomial of
- * kernels/fast_math.h, relative error below 1e-6, which is what float32 carries, and about
- * 10x faster than libm's erff per element (a BERT layer's GELU interpreted); float64: libm. */
-DEFINE_SAME(FLOAT32, float, uint32_t, Erf, stax_erf_f32(x))
+/* float32 (and the half types, computed in it): as Gelu above. */
+FAST_LOOP_ROW(unary_Erf_FLOAT32, erf_row, stax_erf_f32(x))
 DEFINE_SAME(FLOAT64, double, uint64_t, Erf, erf(x))
 FLOAT_TYPES(DEFINE_SAME, Sin, sin(x))
 FLOAT_TYPES(DEFINE_SAME, Cos, cos(x))

@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jit/jit.h"
+#include "jit/object_cache.h"
 #include "tools/cli.h"
 
 typedef struct stax_cli_verb_t {
@@ -36,8 +38,33 @@ static void print_usage(FILE* f) {
           "STAX_JIT_CACHE_DIR sets the folder of compiled JIT kernels kept across runs\n"
           "(default ~/.cache/stax/jit, at most STAX_JIT_CACHE_MAX_MB, default 256),\n"
           "STAX_JIT_CACHE=0 turns that cache off; STAX_JIT_SYMBOLIC=0 leaves attention-\n"
-          "like groups (no row structure) to exact-shape kernels instead of symbolic ones.\n",
-          "version", "print the stax version", "help", "print this text");
+          "like groups (no row structure) to exact-shape kernels instead of symbolic ones;\n"
+          "STAX_ISA=avx512|avx2|sse2 caps the vector instructions the kernels and the JIT\n"
+          "use (default: the CPU's best).\n",
+          "version", "print the stax version (--verbose: ISA, JIT, cache)", "help",
+          "print this text");
+}
+
+/* `stax version --verbose`: what this build and machine give the kernels. */
+static void print_build_info(void) {
+  printf("isa: %s (the CPU's: %s; STAX_ISA caps it)\n", stax_isa_name(stax_isa()),
+         stax_isa_name(stax_isa_detected()));
+  stax_jit_backend_t* backend = NULL;
+  stax_status_t status = stax_jit_backend_get(&backend);
+  if (status == STAX_OK) {
+    stax_jit_target_info_t target = stax_jit_backend_target(backend);
+    printf("jit: %s, cpu %s, %d-bit vectors%s\n", target.name, target.cpu,
+           (int)target.vector_bits, target.has_fma ? ", fma" : "");
+  } else {
+    printf("jit: unavailable (%s); models run interpreted\n", stax_status_message(status));
+    stax_status_free(status);
+  }
+  char dir[4096];
+  if (stax_jit_cache_dir(dir, sizeof(dir)))
+    printf("jit cache: %s\n", dir);
+  else
+    printf("jit cache: off\n");
+  printf("gpu: none (stax runs on the cpu for now)\n");
 }
 
 int main(int argc, char** argv) {
@@ -52,6 +79,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(verb, "version") == 0 || strcmp(verb, "--version") == 0) {
     printf("stax %s\n", stax_version());
+    if (argc > 2 && (strcmp(argv[2], "--verbose") == 0 || strcmp(argv[2], "-v") == 0))
+      print_build_info();
     return STAX_CLI_OK;
   }
   for (size_t i = 0; i < sizeof(stax_cli_verbs) / sizeof(stax_cli_verbs[0]); i++)

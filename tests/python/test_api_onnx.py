@@ -127,3 +127,49 @@ def test_conv_model():
                 conv[:, :, i, j] = np.einsum("nchw,ochw->no", padded[:, :, i:i + 3, j:j + 3], w)
         np.testing.assert_allclose(m(x)["g"], conv.mean((2, 3), keepdims=True), rtol=1e-4,
                                    atol=1e-5)
+
+
+def test_isa_cap_runs_every_level_to_the_same_values(tmp_path):
+    """The generic kernels' per-ISA loops (Softmax, LayerNormalization, Gelu, Erf, MatMul)
+    give the same values, to float32 rounding, at every level the CPU has."""
+    import math
+    w = RNG.standard_normal((64, 64)).astype(np.float32)
+    g = RNG.standard_normal(64).astype(np.float32)
+    beta = RNG.standard_normal(64).astype(np.float32)
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]),
+         helper.make_node("LayerNormalization", ["h", "g", "beta"], ["n"], axis=-1),
+         helper.make_node("Gelu", ["n"], ["a"]),
+         helper.make_node("Erf", ["a"], ["e"]),
+         helper.make_node("Softmax", ["e"], ["y"], axis=-1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 64])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(g, "g"),
+         numpy_helper.from_array(beta, "beta")], opset=20)
+    path = tmp_path / "isa.onnx"
+    onnx.save(model, str(path))
+    x = RNG.standard_normal((37, 64)).astype(np.float32)
+    h = x.astype(np.float64) @ w
+    n = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5) * g + beta
+    erf = np.vectorize(math.erf)
+    a = 0.5 * n * (1 + erf(n / math.sqrt(2)))
+    e = erf(a)
+    want = np.exp(e - e.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    in_use, cpu = stax.isa()
+    assert in_use in ("avx512", "avx2", "sse2", "baseline")
+    levels = [level for level in ("sse2", "avx2", "avx512")
+              if ["sse2", "avx2", "avx512"].index(level) <=
+              ["sse2", "avx2", "avx512"].index(cpu if cpu != "baseline" else "sse2")]
+    kernel = stax.load(str(path), jit="off")
+    try:
+        for level in levels:
+            stax.set_isa_cap(level)
+            assert stax.isa() == (level, cpu)
+            got = kernel(x=x)["y"]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+        with pytest.raises(ValueError, match="'avx3' is not one of"):
+            stax.set_isa_cap("avx3")
+    finally:
+        stax.set_isa_cap(None)
+    assert stax.isa() == (cpu, cpu)

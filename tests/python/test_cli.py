@@ -13,6 +13,27 @@ def test_version(stax_bin):
     assert r.stdout.strip().split()[1].count(".") == 2
 
 
+def test_version_verbose_reports_isa_and_cap(stax_bin):
+    import os
+    r = run(stax_bin, "version", "--verbose")
+    assert r.returncode == 0, r.stderr
+    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines()[1:])
+    cpu_isa = lines["isa"].split("the CPU's: ")[1].split(";")[0]
+    assert cpu_isa in ("avx512", "avx2", "sse2")
+    assert "jit" in lines and "jit cache" in lines
+    env = dict(os.environ, STAX_ISA="sse2")
+    capped = subprocess.run([stax_bin, "version", "-v"], capture_output=True, text=True, env=env)
+    assert capped.returncode == 0
+    assert "isa: sse2 (the CPU's: " + cpu_isa in capped.stdout
+    if "llvm" in lines["jit"]:
+        assert "128-bit vectors" in capped.stdout  # the JIT follows the cap
+    env["STAX_ISA"] = "avx9"
+    bad = subprocess.run([stax_bin, "version", "-v"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 0  # a typo in the environment is reported, not fatal
+    assert "STAX_ISA=avx9 is not one of" in bad.stderr
+    assert "isa: " + cpu_isa in bad.stdout
+
+
 def test_help_lists_commands(stax_bin):
     r = run(stax_bin, "--help")
     assert r.returncode == 0

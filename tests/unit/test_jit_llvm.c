@@ -115,7 +115,11 @@ static void test_unary_special_values(void) {
     tg_output(&tg, y);
     char name[64];
     snprintf(name, sizeof(name), "special_%s", stax_op_name(c.op));
-    CHECK_EQ_INT(tg_check(&tg, name, NULL, NULL, 1e-44, F32_RTOL), STAX_OK_CODE);
+    /* The JIT's Gelu is 0.5 x (1 + erf(x / sqrt 2)) with erf's 3e-7 absolute bound, so in the
+     * negative tail it is right to about 1.5e-7 |x| absolutely (at -9.5: -0 against the
+     * generic kernel's -1e-20, which computes it through erfc; see docs/jit.md). */
+    double atol = c.op == STAX_OP_Gelu ? 2e-6 : 1e-44;
+    CHECK_EQ_INT(tg_check(&tg, name, NULL, NULL, atol, F32_RTOL), STAX_OK_CODE);
     tg_free(&tg);
   }
 }
