@@ -115,6 +115,9 @@ typedef struct stax_jit_target_info_t {
  * built without LLVM, INTERNAL when LLVM cannot start; the VM treats both as "no JIT". */
 STAX_MUST_USE stax_status_t stax_jit_backend_get(stax_jit_backend_t** out_backend);
 stax_jit_target_info_t stax_jit_backend_target(const stax_jit_backend_t* backend);
+/* The rows of the matmul lowerings' register tile for vectors of `vector_lanes_f32` float32
+ * lanes (their columns are one or two such vectors): 12 with 512-bit vectors, else 6. */
+int32_t stax_jit_matmul_tile_rows(int32_t vector_lanes_f32);
 
 /* ---- compiling --------------------------------------------------------------------------- */
 

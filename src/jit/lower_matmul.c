@@ -1021,7 +1021,7 @@ stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
   m.k->compact_math = true;
   int32_t lanes = L->vector_lanes_f32;
   m.nr = 2 * lanes;
-  m.mr = lanes >= 16 ? 12 : 6;
+  m.mr = stax_jit_matmul_tile_rows(lanes);
   m.panels = (m.n + m.nr - 1) / m.nr;
   if (L->group->rows_generic) {
     STAX_RETURN_IF_ERROR(check_rows_generic(&m));
@@ -1071,4 +1071,10 @@ stax_status_t lower_matmul_group(lower_t* L, int32_t node) {
   }
   emit_compute(&m);
   return stax_kir_kernel_status(m.k);
+}
+
+/* MR rows of two-vector accumulators plus the operands fill the register file (see the file
+ * comment): 12 x 2 of AVX-512's 32 vectors, 6 x 2 of AVX2's (and SSE's) 16. */
+int32_t stax_jit_matmul_tile_rows(int32_t vector_lanes_f32) {
+  return vector_lanes_f32 >= 16 ? 12 : 6;
 }

@@ -477,7 +477,7 @@ stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node) {
    * twice the sums per loaded operand. */
   int32_t native = L->vector_lanes_f32;
   m.nr = m.n.p < 0 && m.n.c >= 2 * native ? 2 * native : native;
-  m.mr = native >= 16 ? 12 : 6;
+  m.mr = stax_jit_matmul_tile_rows(native);
   m.tiles_m = sym_derive(&m, "tiles_m", m.m, 1, 0, m.mr, 0, 0, 0, 0);
   m.over_m = sym_derive(&m, "over_m", m.m, 1, m.mr - 1, m.mr, -1, 0, m.mr, 0);
   m.last_m = sym_derive(&m, "last_m", m.m, 1, 0, 1, 0, 0, 0, -m.mr);

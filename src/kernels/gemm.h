@@ -74,6 +74,8 @@ STAX_MUST_USE stax_status_t stax_gemm(stax_allocator_t allocator, stax_dtype_t c
 /* The micro-kernel variant in use ("avx512f", "avx2+fma", "generic"; "generic-8x32" only when
  * forced: the AVX-512 tile geometry on the generic target, for tests). */
 const char* stax_gemm_isa_name(void);
+/* That variant's float32 register tile: MR rows by NR columns. */
+void stax_gemm_f32_tile(int32_t* mr, int32_t* nr);
 /* Forces a variant by name (tests and benchmarks run every variant the CPU has); NULL goes
  * back to picking from the CPU. False when the CPU lacks it or the name is unknown. Not meant
  * to be changed while products run on other threads. */

@@ -275,6 +275,12 @@ static const gemm_isa_t* gemm_isa(void) {
 
 const char* stax_gemm_isa_name(void) { return gemm_isa()->name; }
 
+void stax_gemm_f32_tile(int32_t* mr, int32_t* nr) {
+  const gemm_isa_t* isa = gemm_isa();
+  *mr = (int32_t)isa->f32.mr;
+  *nr = (int32_t)isa->f32.nr;
+}
+
 bool stax_gemm_set_isa(const char* name) {
   if (!name) {
     atomic_store(&gemm_isa_override, NULL);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "jit/jit.h"
+#include "kernels/gemm.h"
 #include "jit/object_cache.h"
 #include "tools/cli.h"
 
@@ -49,12 +50,17 @@ static void print_usage(FILE* f) {
 static void print_build_info(void) {
   printf("isa: %s (the CPU's: %s; STAX_ISA caps it)\n", stax_isa_name(stax_isa()),
          stax_isa_name(stax_isa_detected()));
+  int32_t mr = 0, nr = 0;
+  stax_gemm_f32_tile(&mr, &nr);
+  printf("generic gemm: %s, float32 tile %d x %d\n", stax_gemm_isa_name(), (int)mr, (int)nr);
   stax_jit_backend_t* backend = NULL;
   stax_status_t status = stax_jit_backend_get(&backend);
   if (status == STAX_OK) {
     stax_jit_target_info_t target = stax_jit_backend_target(backend);
-    printf("jit: %s, cpu %s, %d-bit vectors%s\n", target.name, target.cpu,
-           (int)target.vector_bits, target.has_fma ? ", fma" : "");
+    int32_t lanes = target.vector_bits / 32;
+    printf("jit: %s, cpu %s, %d-bit vectors%s, matmul tile %d x %d\n", target.name, target.cpu,
+           (int)target.vector_bits, target.has_fma ? ", fma" : "",
+           (int)stax_jit_matmul_tile_rows(lanes), (int)(2 * lanes));
   } else {
     printf("jit: unavailable (%s); models run interpreted\n", stax_status_message(status));
     stax_status_free(status);
