@@ -1,7 +1,7 @@
 /* The bodies of kernels/fast_loops.h's loops, included once per instruction-set level by
- * kernels/fast_loops.c, which defines FAST_LOOP(name) (the variant's function name),
- * FAST_LOOP_TARGET (its target attribute) and FAST_LOOP_TABLE (the table's name) first. No
- * include guard: including it again is the point. */
+ * kernels/fast_loops.c, which defines FAST_LOOP(name) (the variant's function name) and
+ * FAST_LOOP_TARGET (its target attribute) first. No include guard: including it again is the
+ * point. */
 
 /* Polynomials contract to FMA where the level has it (ISO C turns contraction off). */
 #define FAST_LOOP_MATH FAST_LOOP_TARGET STAX_FAST_LOOP_CONTRACT
@@ -36,6 +36,7 @@ FAST_LOOP_MATH static void FAST_LOOP(softmax_row)(float* restrict out, const flo
   float max = maxes[0];
   for (int32_t j = 1; j < 8; j++) max = maxes[j] > max ? maxes[j] : max;
   if (nans || isinf(max)) {
+    /* inf - inf is NaN, and so is the sum: the whole row is NaN, as the double path has it. */
     for (k = 0; k < n; k++) out[k] = NAN;
     return;
   }

@@ -208,7 +208,7 @@ static void nd_parallel_chunk(void* opaque, int64_t begin, int64_t end) {
     return;
   }
   /* Task t is column range t % pieces of row t / pieces. */
-  int32_t last = p->rank - 1, outer = p->rank - 1;
+  int32_t last = p->rank - 1; /* the split dim; the row index walks dims [0, last) */
   int64_t count = p->dims[last];
   for (int64_t t = begin; t < end; t++) {
     int64_t r = t / p->pieces, piece = t % p->pieces;
@@ -217,7 +217,7 @@ static void nd_parallel_chunk(void* opaque, int64_t begin, int64_t end) {
     int64_t offsets[STAX_ND_MAX_OPERANDS];
     for (int32_t k = 0; k < p->operand_count; k++) {
       int64_t offset = p->base_offsets ? p->base_offsets[k] : 0, rest = r;
-      for (int32_t d = outer - 1; d >= 0; d--) {
+      for (int32_t d = last - 1; d >= 0; d--) {
         offset += (rest % p->dims[d]) * p->strides[k][d];
         rest /= p->dims[d];
       }
