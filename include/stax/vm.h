@@ -24,19 +24,66 @@ typedef enum stax_dispatch_mode_e {
   STAX_DISPATCH_GOTO = 2,
 } stax_dispatch_mode_t;
 
+/* The graph passes (include/stax/passes.def, docs/passes.md). */
+typedef enum stax_pass_e {
+#define STAX_PASS(name, summary) STAX_PASS_##name,
+#include "stax/passes.def"
+#undef STAX_PASS
+  STAX_PASS_COUNT,
+  STAX_PASS_INVALID = -1
+} stax_pass_t;
+#define STAX_PASS_BIT(pass) (1u << (pass))
+#define STAX_PASSES_ALL ((1u << STAX_PASS_COUNT) - 1u)
+
+const char* stax_pass_name(stax_pass_t pass);    /* "invalid" for a bad id */
+const char* stax_pass_summary(stax_pass_t pass); /* one line: what the pass rewrites */
+stax_pass_t stax_pass_from_name(const char* name); /* STAX_PASS_INVALID if unknown */
+/* Parses a comma-separated list of pass names ("cse,fuse"; "all"; "" for none) into bits. */
+STAX_MUST_USE stax_status_t stax_pass_parse_list(const char* list, uint32_t* out_bits);
+
 typedef struct stax_compile_options_t {
   /* Emit static opcode variants where every shape is known at compile time (default on). */
   bool disable_static_variants;
   /* Insert PROFILE_POINT instructions at segment entries (default on; cheap counters). */
   bool disable_profile_points;
+  /* Graph passes switched off: STAX_PASS_BIT(STAX_PASS_cse) | ...; STAX_PASSES_ALL for none.
+   * Zero runs every pass. The environment variable STAX_DISABLE_PASSES (a list for
+   * stax_pass_parse_list) switches off more. */
+  uint32_t disable_passes;
 } stax_compile_options_t;
 
-/* Compiles a verified graph. The program keeps what it needs (constants are retained), so the
- * graph may be destroyed afterwards. options may be NULL. */
+/* Compiles a verified graph. The graph passes rewrite `graph` in place first (they keep its
+ * inputs, outputs and their names; results are bit for bit the same, or within float32
+ * rounding for the fusions, docs/passes.md); compile a graph once. The program keeps what it
+ * needs (constants are retained), so the graph may be destroyed afterwards. options may be
+ * NULL. */
 STAX_MUST_USE stax_status_t stax_program_compile(stax_allocator_t allocator,
                                                  stax_graph_t* graph,
                                                  const stax_compile_options_t* options,
                                                  stax_program_t** out_program);
+
+/* What the graph passes did during stax_program_compile: one entry per pass run that changed
+ * the graph, in order (a loaded program has none). Strings are borrowed from the program. */
+typedef struct stax_pass_report_t {
+  stax_pass_t pass;
+  int32_t round;        /* the pipeline round, from 1 */
+  int32_t nodes_before; /* nodes in the top-level graph and its subgraphs */
+  int32_t nodes_after;
+  int32_t rewrites;     /* changes the run made */
+  const char* detail;   /* what they were: "2 Gelu fused, 1 LayerNormalization fused" */
+} stax_pass_report_t;
+int32_t stax_program_pass_report_count(const stax_program_t* program);
+STAX_MUST_USE stax_status_t stax_program_pass_report(const stax_program_t* program,
+                                                     int32_t index,
+                                                     stax_pass_report_t* out_report);
+/* Node counts of the graph before the first pass and after the last (-1 when no pass ran),
+ * how many rounds the pipeline took, and how many instructions the compiler then removed
+ * because nothing reads what they compute (shape chains feeding views whose dims it knows;
+ * part of dce). Any out pointer may be NULL. */
+void stax_program_pass_totals(const stax_program_t* program, int32_t* out_nodes_before,
+                              int32_t* out_nodes_after, int32_t* out_rounds,
+                              int32_t* out_instructions_removed);
+
 void stax_program_retain(stax_program_t* program);
 void stax_program_release(stax_program_t* program);
 

@@ -197,6 +197,21 @@ static PyObject* module_num_threads(PyObject* module, PyObject* unused) {
   return PyLong_FromLong(stax_threadpool_thread_count(stax_threadpool_default()));
 }
 
+static PyObject* module_passes(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  PyObject* result = PyDict_New();
+  for (int32_t p = 0; result && p < STAX_PASS_COUNT; p++) {
+    PyObject* summary = PyUnicode_FromString(stax_pass_summary((stax_pass_t)p));
+    if (!summary || PyDict_SetItemString(result, stax_pass_name((stax_pass_t)p), summary) < 0) {
+      Py_XDECREF(summary);
+      Py_DECREF(result);
+      return NULL;
+    }
+    Py_DECREF(summary);
+  }
+  return result;
+}
+
 static PyObject* module_isa(PyObject* module, PyObject* unused) {
   (void)module, (void)unused;
   return Py_BuildValue("(ss)", stax_isa_name(stax_isa()), stax_isa_name(stax_isa_detected()));
@@ -240,6 +255,7 @@ static PyMethodDef module_methods[] = {
      "Sets the default thread pool's size; False when the pool already exists."},
     {"num_threads", module_num_threads, METH_NOARGS, "Threads in the default pool."},
     {"isa", module_isa, METH_NOARGS, "(level in use, the CPU's level)."},
+    {"passes", module_passes, METH_NOARGS, "{graph pass name: what it rewrites}, in pipeline order."},
     {"set_isa_cap", module_set_isa_cap, METH_O, "Caps the ISA level (None: no cap)."},
     {NULL, NULL, 0, NULL},
 };

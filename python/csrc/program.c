@@ -234,19 +234,25 @@ static PyObject* program_wrap(PyTypeObject* cls, stax_program_t* program, stax_g
 PyObject* stax_py_compile_program(PyObject* module, PyObject* args, PyObject* kwargs) {
   (void)module;
   static char* keywords[] = {"graph", "cls", "static_variants", "profile_points", "dispatch",
-                             "profile_timing", "call_mode", "jit", NULL};
+                             "profile_timing", "call_mode", "jit", "disable_passes", NULL};
   PyObject *graph_obj = NULL, *cls = NULL;
   int static_variants = 1, profile_points = 1, profile_timing = 0, call_mode = CALL_NUMPY;
   int jit = STAX_JIT_OFF;
   const char* dispatch = "default";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|ppspii:compile_program", keywords,
+  const char* disable_passes = "";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|ppspiis:compile_program", keywords,
                                    &graph_obj, &PyType_Type, &cls, &static_variants,
-                                   &profile_points, &dispatch, &profile_timing, &call_mode, &jit))
+                                   &profile_points, &dispatch, &profile_timing, &call_mode, &jit,
+                                   &disable_passes))
     return NULL;
   stax_graph_t* graph = stax_py_graph_handle(graph_obj);
   if (!graph) return NULL;
+  uint32_t disabled = 0;
+  stax_status_t parsed = stax_pass_parse_list(disable_passes, &disabled);
+  if (parsed) return stax_py_raise(parsed, NULL);
   stax_compile_options_t options = {.disable_static_variants = !static_variants,
-                                    .disable_profile_points = !profile_points};
+                                    .disable_profile_points = !profile_points,
+                                    .disable_passes = disabled};
   stax_program_t* program = NULL;
   stax_status_t status;
   Py_BEGIN_ALLOW_THREADS
@@ -765,6 +771,37 @@ static PyObject* program_serialize(StaxProgramObject* self, PyObject* unused) {
 }
 #endif
 
+/* pass_report(): what the graph passes did at compile time, as a dict (None for a loaded
+ * program). */
+static PyObject* program_pass_report(StaxProgramObject* self, PyObject* unused) {
+  (void)unused;
+  int32_t before = 0, after = 0, rounds = 0, removed = 0;
+  stax_program_pass_totals(self->program, &before, &after, &rounds, &removed);
+  if (before < 0) Py_RETURN_NONE;
+  int32_t count = stax_program_pass_report_count(self->program);
+  PyObject* runs = PyList_New(count);
+  if (!runs) return NULL;
+  for (int32_t k = 0; k < count; k++) {
+    stax_pass_report_t report;
+    stax_status_t status = stax_program_pass_report(self->program, k, &report);
+    if (status) {
+      Py_DECREF(runs);
+      return stax_py_raise(status, NULL);
+    }
+    PyObject* run = Py_BuildValue("{s:s,s:i,s:i,s:i,s:i,s:s}", "pass", stax_pass_name(report.pass),
+                                  "round", report.round, "nodes_before", report.nodes_before,
+                                  "nodes_after", report.nodes_after, "rewrites", report.rewrites,
+                                  "detail", report.detail);
+    if (!run) {
+      Py_DECREF(runs);
+      return NULL;
+    }
+    PyList_SET_ITEM(runs, k, run);
+  }
+  return Py_BuildValue("{s:i,s:i,s:i,s:i,s:N}", "nodes_before", before, "nodes_after", after,
+                       "rounds", rounds, "instructions_removed", removed, "runs", runs);
+}
+
 static PyObject* program_input_dtypes(StaxProgramObject* self, void* closure) {
   (void)closure;
   PyObject* list = PyTuple_New(self->input_count);
@@ -833,6 +870,8 @@ static PyMethodDef program_methods[] = {
      "jit_sources(assembly=False) -> str: LLVM IR (or assembly) of the compiled kernels."},
     {"jit_drain", (PyCFunction)program_jit_drain, METH_NOARGS,
      "Waits until the background JIT compiler's queue is empty."},
+    {"pass_report", (PyCFunction)program_pass_report, METH_NOARGS,
+     "pass_report(): what the graph passes did at compile time (None for a loaded program)."},
     {"save", (PyCFunction)program_save, METH_O, "save(path): writes the compiled program."},
     {"serialize", (PyCFunction)program_serialize, METH_NOARGS, "The compiled program as bytes."},
     {NULL, NULL, 0, NULL},

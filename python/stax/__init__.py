@@ -82,6 +82,11 @@ def num_threads():
     return _C.num_threads()
 
 
+#: The graph passes compile and load run, in pipeline order: {name: what it rewrites}. Names
+#: are what ``disable_passes=`` and STAX_DISABLE_PASSES accept (docs/passes.md).
+PASSES = _C.passes()
+
+
 def isa():
     """The vector instruction set stax's kernels use, as (level in use, the CPU's level):
     "avx512", "avx2" or "sse2" ("baseline" off x86). The level in use is the CPU's, lowered

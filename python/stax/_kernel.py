@@ -185,6 +185,16 @@ class Kernel(_C.Program):
                         jit=bool(self.jit_mode), jit_mode=self.jit, jit_segments=segments)
         return counters
 
+    @property
+    def passes(self):
+        """What the graph passes did when this was compiled, as a dict: nodes_before,
+        nodes_after (the graph and its subgraphs), rounds (the pipeline repeats until a round
+        changes nothing), instructions_removed (by the compiler's dead-instruction sweep: shape
+        chains whose results no instruction reads), and runs: one dict per pass run that
+        changed something (pass, round, nodes_before, nodes_after, rewrites, detail). None for
+        a program loaded with load_program (saved programs keep no record)."""
+        return self.pass_report()
+
     def save(self, path):
         """Writes the compiled program (stax.load_program reads it back)."""
         _C.Program.save(self, path)
@@ -216,8 +226,21 @@ def _check_target(target):
             "(the GPU backend comes with the JIT)")
 
 
+def _pass_list(disable_passes):
+    """disable_passes as the comma-separated text the C library parses."""
+    if disable_passes is None:
+        return ""
+    if isinstance(disable_passes, str):
+        return disable_passes
+    names = list(disable_passes)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"disable_passes entries must be pass names, got {type(name).__name__}")
+    return ",".join(names)
+
+
 def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile=True,  # noqa: A001
-            dispatch="default", profile_timing=False, jit="on"):
+            dispatch="default", profile_timing=False, jit="on", disable_passes=None):
     """Compiles expressions into a :class:`Kernel`.
 
     outputs: an expression, or a list/tuple of them (the kernel then returns a tuple).
@@ -228,6 +251,9 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     jit: 'on' (default; hot segments are compiled to native code on a background thread while
     the interpreter keeps running, like ``stax run``), 'sync' (compile on the calling thread,
     deterministic) or 'off' (interpret only).
+    disable_passes: graph passes to switch off, a list of names or "all" (see
+    :data:`PASSES`; the environment variable STAX_DISABLE_PASSES does the same); what the
+    passes did is in :attr:`Kernel.passes`.
     """
     _check_target(target)
     jit_mode = _jit_mode(jit)
@@ -243,7 +269,8 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     mode = _MODE_NUMPY if single else _MODE_TUPLE
     kernel = _C.compile_program(graph, Kernel, static_variants=static_variants,
                                 profile_points=profile, dispatch=dispatch,
-                                profile_timing=profile_timing, call_mode=mode, jit=jit_mode)
+                                profile_timing=profile_timing, call_mode=mode, jit=jit_mode,
+                                disable_passes=_pass_list(disable_passes))
     return _finish(kernel, target, graph_text, mode)
 
 
@@ -255,12 +282,12 @@ def run(kernel, inputs, *, numpy=True):
 
 
 def load(source, *, symbols=None, dims_may_be_zero=False, target="cpu", static_variants=True,
-         profile=True, dispatch="default", profile_timing=False, jit="on"):
+         profile=True, dispatch="default", profile_timing=False, jit="on", disable_passes=None):
     """Loads an ONNX model (a path or the file's bytes) and compiles it into a :class:`Model`.
 
     symbols: {dim_param name: int} fixes named dims to values; dims_may_be_zero: symbols for
-    dim_params get the range [0, inf) instead of [1, inf). jit: 'on', 'sync' or 'off' (see
-    :func:`compile`).
+    dim_params get the range [0, inf) instead of [1, inf). jit: 'on', 'sync' or 'off';
+    disable_passes: graph passes to switch off (see :func:`compile`).
     """
     _check_target(target)
     jit_mode = _jit_mode(jit)
@@ -269,7 +296,7 @@ def load(source, *, symbols=None, dims_may_be_zero=False, target="cpu", static_v
     model = _C.compile_program(graph, Model, static_variants=static_variants,
                                profile_points=profile, dispatch=dispatch,
                                profile_timing=profile_timing, call_mode=_MODE_DICT,
-                               jit=jit_mode)
+                               jit=jit_mode, disable_passes=_pass_list(disable_passes))
     return _finish(model, target, graph_text, _MODE_DICT)
 
 

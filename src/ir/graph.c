@@ -282,6 +282,12 @@ static stax_status_t stax_graph_initializer_content(stax_graph_t* graph, const c
   return STAX_OK;
 }
 
+stax_status_t stax_graph_set_constant_content(stax_graph_t* graph, stax_value_id_t value) {
+  stax_value_t* info = &graph->values[value];
+  if (!info->constant) return STAX_OK;
+  return stax_graph_initializer_content(graph, info->name, info->constant, info);
+}
+
 stax_status_t stax_graph_add_initializer(stax_graph_t* graph, const char* name,
                                          stax_tensor_t* tensor, stax_value_id_t* out_value) {
   if (out_value) *out_value = STAX_VALUE_NONE;
@@ -576,6 +582,7 @@ stax_status_t stax_graph_add_node(stax_graph_t* graph, const stax_node_desc_t* d
   /* Committed: the node now holds references to its attribute tensors and owns its
    * subgraphs. */
   stax_node_attrs_commit(&graph->nodes[node_id]);
+  (void)stax_fold_node(graph, node_id);
   if (out_outputs) {
     for (int32_t i = 0; i < desc->output_count; i++) out_outputs[i] = first_output + i;
   }

@@ -48,6 +48,7 @@ enum {
   STAX_VALUE_IS_INITIALIZER = 1u << 1,
   STAX_VALUE_IS_OUTPUT = 1u << 2,
   STAX_VALUE_IS_CAPTURE = 1u << 3, /* a subgraph's stand-in for an outer value */
+  STAX_VALUE_IS_DEAD = 1u << 4,    /* its producer was removed by a pass; nothing uses it */
 };
 
 typedef struct stax_value_t {
@@ -173,5 +174,15 @@ typedef stax_status_t (*stax_shape_fn)(stax_shape_infer_t* ic);
 stax_shape_fn stax_op_shape_fn(stax_op_t op);
 /* Runs the op's shape function for a node already stored in the graph. */
 STAX_MUST_USE stax_status_t stax_shape_infer_node(stax_graph_t* graph, stax_node_id_t node);
+
+/* Build-time constant folding (src/passes/fold.c): when every input of a committed node is a
+ * constant, or its integer outputs' contents are all known, evaluates it once with the generic
+ * kernels and records the outputs as constants (with their contents), so later shape functions
+ * see values. Best effort: a node the kernels refuse, or whose result would be large, stays as
+ * it is and reports its error when it runs. Returns true when it folded the node. */
+bool stax_fold_node(stax_graph_t* graph, stax_node_id_t node);
+/* Records the small integer contents of a constant (int32/int64, rank <= 1) on its value. */
+STAX_MUST_USE stax_status_t stax_graph_set_constant_content(stax_graph_t* graph,
+                                                            stax_value_id_t value);
 
 #endif /* STAX_IR_GRAPH_INTERNAL_H_ */

@@ -128,7 +128,8 @@ static stax_status_t stax_verify_value(const stax_graph_t* graph, stax_value_id_
   }
   if (value->producer == -1) {
     if (!(value->flags &
-          (STAX_VALUE_IS_INPUT | STAX_VALUE_IS_INITIALIZER | STAX_VALUE_IS_CAPTURE))) {
+          (STAX_VALUE_IS_INPUT | STAX_VALUE_IS_INITIALIZER | STAX_VALUE_IS_CAPTURE |
+           STAX_VALUE_IS_DEAD))) {
       return stax_status_make(STAX_INVALID_ARGUMENT,
                               "value '%s' has no producer and is not a graph input, initializer "
                               "or capture",
@@ -284,6 +285,12 @@ static stax_status_t stax_verify_node_uses(const stax_graph_t* graph, stax_node_
                               "%s node '%s': input %d is value id %d, which does not exist "
                               "(%d values)",
                               stax_op_name(node->op), node->name, i, id, graph->value_count);
+    }
+    if (graph->values[id].flags & STAX_VALUE_IS_DEAD) {
+      return stax_status_make(STAX_INVALID_ARGUMENT,
+                              "%s node '%s': input %d is value '%s', whose producer a pass "
+                              "removed",
+                              stax_op_name(node->op), node->name, i, graph->values[id].name);
     }
   }
   for (int32_t o = 0; o < node->output_count; o++) {

@@ -28,6 +28,12 @@ typedef struct stax_cli_model_t {
  * saved stax program. */
 STAX_MUST_USE stax_status_t stax_cli_model_open(const char* path, stax_cli_model_t* out_model);
 STAX_MUST_USE stax_status_t stax_cli_model_compile(stax_cli_model_t* model);
+/* Parses `--disable-pass LIST` (or =LIST) at argv[*i], advancing *i past its value: -1 when
+ * argv[*i] is another option, STAX_CLI_OK when taken, STAX_CLI_USAGE after printing why not. */
+int stax_cli_pass_option(const char* verb, int argc, char** argv, int* i);
+#define STAX_CLI_PASS_OPTION_HELP                                                          \
+  "  --disable-pass LIST  switch graph passes off (comma-separated: fold, noop, simplify,\n" \
+  "                       fuse, cse, dce, or all); STAX_DISABLE_PASSES does the same\n"
 void stax_cli_model_close(stax_cli_model_t* model);
 
 /* Reads FILE (.npy, or .pb for an ONNX TensorProto). */

@@ -37,9 +37,35 @@ stax_status_t stax_cli_model_open(const char* path, stax_cli_model_t* out_model)
   return stax_program_load(stax_allocator_system(), path, &out_model->program);
 }
 
+/* Set by --disable-pass; applies to every compile the verb makes. */
+static uint32_t g_disabled_passes;
+
+int stax_cli_pass_option(const char* verb, int argc, char** argv, int* i) {
+  const char* arg = argv[*i];
+  const char* list = NULL;
+  if (strncmp(arg, "--disable-pass=", 15) == 0) {
+    list = arg + 15;
+  } else if (strcmp(arg, "--disable-pass") == 0) {
+    if (*i + 1 >= argc) return stax_cli_usage_error(verb, "--disable-pass needs a list of passes");
+    list = argv[++*i];
+  } else {
+    return -1;
+  }
+  uint32_t bits = 0;
+  stax_status_t status = stax_pass_parse_list(list, &bits);
+  if (status) {
+    int code = stax_cli_usage_error(verb, "%s", stax_status_message(status));
+    stax_status_free(status);
+    return code;
+  }
+  g_disabled_passes |= bits;
+  return STAX_CLI_OK;
+}
+
 stax_status_t stax_cli_model_compile(stax_cli_model_t* model) {
   if (model->program) return STAX_OK;
-  return stax_program_compile(stax_allocator_system(), model->graph, NULL, &model->program);
+  stax_compile_options_t options = {.disable_passes = g_disabled_passes};
+  return stax_program_compile(stax_allocator_system(), model->graph, &options, &model->program);
 }
 
 void stax_cli_model_close(stax_cli_model_t* model) {

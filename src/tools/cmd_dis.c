@@ -5,17 +5,21 @@
 
 static void print_dis_help(FILE* f) {
   fprintf(f,
-          "usage: stax dis MODEL [--extended | --compact]\n"
+          "usage: stax dis MODEL [--extended | --compact] [--disable-pass LIST]\n"
           "\n"
           "Compiles MODEL (an .onnx file; a saved program is loaded as is) and prints its\n"
           "bytecode: the extended form (records with shape descriptors and the derivation of\n"
-          "every dynamic dim) and the compact form the interpreter fetches. By default both.\n");
+          "every dynamic dim) and the compact form the interpreter fetches. By default both.\n"
+          "\n" STAX_CLI_PASS_OPTION_HELP);
 }
 
 int stax_cli_dis(int argc, char** argv) {
   const char* path = NULL;
   uint32_t forms = 0;
   for (int i = 1; i < argc; i++) {
+    int taken = stax_cli_pass_option("dis", argc, argv, &i);
+    if (taken == STAX_CLI_OK) continue;
+    if (taken > 0) return taken;
     if (stax_cli_is_help(argv[i])) {
       print_dis_help(stdout);
       return STAX_CLI_OK;

@@ -1,16 +1,22 @@
 /* `stax info MODEL`: inputs and outputs with symbolic shapes, the op histogram and any
- * unsupported ops. */
+ * unsupported ops; with --passes, what the graph passes did. */
 #include <string.h>
 
 #include "tools/cli.h"
 
 static void print_info_help(FILE* f) {
   fprintf(f,
-          "usage: stax info MODEL\n"
+          "usage: stax info MODEL [--passes] [--disable-pass LIST]\n"
           "\n"
           "Prints a model's inputs and outputs with their dtypes and symbolic shapes, a\n"
           "histogram of its ops, and every op stax does not support (with node names and\n"
           "opset). MODEL is an .onnx file or a program saved by 'stax compile'.\n"
+          "\n"
+          "  --passes            compile the model and print what each graph pass did (per\n"
+          "                      run: nodes before and after, rewrites), then the op\n"
+          "                      histogram after the passes\n"
+          STAX_CLI_PASS_OPTION_HELP
+          "\n"
           "Exit status: 0 when the model is fully supported, 1 otherwise.\n");
 }
 
@@ -68,12 +74,42 @@ static void print_program_value(const stax_program_t* program, bool input, int32
   printf("]\n");
 }
 
+static void print_pass_report(const stax_program_t* program) {
+  int32_t before = 0, after = 0, rounds = 0, removed = 0;
+  stax_program_pass_totals(program, &before, &after, &rounds, &removed);
+  printf("graph passes (%d nodes before, %d after, %d round%s):\n", before, after, rounds,
+         rounds == 1 ? "" : "s");
+  int32_t count = stax_program_pass_report_count(program);
+  if (count == 0) printf("  nothing to rewrite\n");
+  for (int32_t k = 0; k < count; k++) {
+    stax_pass_report_t report;
+    stax_status_t status = stax_program_pass_report(program, k, &report);
+    if (status) {
+      stax_status_free(status);
+      continue;
+    }
+    printf("  round %d %-9s %5d -> %-5d %s\n", report.round, stax_pass_name(report.pass),
+           report.nodes_before, report.nodes_after, report.detail);
+  }
+  if (removed > 0)
+    printf("  compiler: %d instructions removed (their results are never read: shape chains\n"
+           "  feeding views whose dims are known)\n", removed);
+}
+
 int stax_cli_info(int argc, char** argv) {
   const char* path = NULL;
+  bool passes = false;
   for (int i = 1; i < argc; i++) {
+    int taken = stax_cli_pass_option("info", argc, argv, &i);
+    if (taken == STAX_CLI_OK) continue;
+    if (taken > 0) return taken;
     if (stax_cli_is_help(argv[i])) {
       print_info_help(stdout);
       return STAX_CLI_OK;
+    }
+    if (strcmp(argv[i], "--passes") == 0) {
+      passes = true;
+      continue;
     }
     if (argv[i][0] == '-') return stax_cli_usage_error("info", "unknown option '%s'", argv[i]);
     if (path) return stax_cli_usage_error("info", "more than one model given");
@@ -109,9 +145,18 @@ int stax_cli_info(int argc, char** argv) {
   stax_cli_model_t model;
   stax_status_t status = stax_cli_model_open(path, &model);
   if (status) return stax_cli_fail("info", status);
-  if (model.graph) {
+  if (model.graph && passes) {
+    status = stax_cli_model_compile(&model);
+    if (status) {
+      stax_cli_model_close(&model);
+      return stax_cli_fail("info", status);
+    }
+    print_graph_info(model.graph); /* the graph as the passes left it */
+    print_pass_report(model.program);
+  } else if (model.graph) {
     print_graph_info(model.graph);
   } else {
+    if (passes) printf("(a saved program keeps no record of its graph passes)\n");
     printf("inputs:\n");
     for (int32_t i = 0; i < stax_program_input_count(model.program); i++)
       print_program_value(model.program, true, i);

@@ -43,16 +43,18 @@ static void print_run_help(FILE* f) {
           "                   hits (full, partial), misses, compiles, compile time, evictions,\n"
           "                   generic and exact versions; per call: compiled, partly\n"
           "                   compiled, interpreted\n"
+          STAX_CLI_PASS_OPTION_HELP
           "\n"
           "Exit status: 0 on success, 1 on any error (message on stderr), 2 on bad usage.\n");
 }
 
 static void print_compile_help(FILE* f) {
   fprintf(f,
-          "usage: stax compile MODEL.onnx -o FILE\n"
+          "usage: stax compile MODEL.onnx -o FILE [--disable-pass LIST]\n"
           "\n"
           "Imports and compiles an ONNX model and saves the bytecode program to FILE. 'stax\n"
-          "run FILE' loads it back (through the bytecode verifier) and runs it.\n");
+          "run FILE' loads it back (through the bytecode verifier) and runs it.\n"
+          "\n" STAX_CLI_PASS_OPTION_HELP);
 }
 
 static double now_seconds(void) {
@@ -98,6 +100,9 @@ int stax_cli_run(int argc, char** argv) {
   const char* stats_path = NULL;
   for (int i = 1; i < argc; i++) {
     const char* arg = argv[i];
+    int taken = stax_cli_pass_option("run", argc, argv, &i);
+    if (taken == STAX_CLI_OK) continue;
+    if (taken > 0) return taken;
     if (stax_cli_is_help(arg)) {
       print_run_help(stdout);
       return STAX_CLI_OK;
@@ -317,6 +322,9 @@ int stax_cli_compile(int argc, char** argv) {
   const char* path = NULL;
   const char* out_path = NULL;
   for (int i = 1; i < argc; i++) {
+    int taken = stax_cli_pass_option("compile", argc, argv, &i);
+    if (taken == STAX_CLI_OK) continue;
+    if (taken > 0) return taken;
     if (stax_cli_is_help(argv[i])) {
       print_compile_help(stdout);
       return STAX_CLI_OK;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "ir/dim_internal.h"
+#include "passes/pass.h"
+#include "passes/pipeline.h"
 #include "vm/compile.h"
 
 /* ---- graph maps and registers ------------------------------------------------------------------ */
@@ -174,13 +176,22 @@ static stax_status_t stax_vm_define_constant(stax_vm_compiler_t* c, stax_graph_t
 /* Loads every constant of a graph and its subgraphs: initializers and values folded at build
  * time (outputs of nodes that do not run). */
 static stax_status_t stax_vm_load_constants(stax_vm_compiler_t* c, stax_graph_t* graph) {
-  for (stax_value_id_t v = 0; v < graph->value_count; v++) {
+  /* Only constants something uses: folding leaves the inputs it consumed behind. */
+  int32_t* uses = NULL;
+  size_t uses_size = (size_t)(graph->value_count > 0 ? graph->value_count : 1) * sizeof(int32_t);
+  STAX_RETURN_IF_ERROR(stax_allocator_malloc(c->allocator, uses_size, (void**)&uses));
+  stax_graph_count_uses(graph, NULL, uses, NULL);
+  stax_status_t status = STAX_OK;
+  for (stax_value_id_t v = 0; v < graph->value_count && status == STAX_OK; v++) {
     const stax_value_t* value = &graph->values[v];
     if (!value->constant || (value->flags & (STAX_VALUE_IS_CAPTURE | STAX_VALUE_IS_INPUT))) continue;
     if (value->producer >= 0 && !stax_vm_node_is_folded(graph, &graph->nodes[value->producer]))
       continue;
-    STAX_RETURN_IF_ERROR(stax_vm_define_constant(c, graph, v));
+    if (uses[v] == 0) continue;
+    status = stax_vm_define_constant(c, graph, v);
   }
+  stax_allocator_free(c->allocator, uses, uses_size);
+  STAX_RETURN_IF_ERROR(status);
   for (stax_node_id_t n = 0; n < graph->node_count; n++) {
     const stax_node_t* node = &graph->nodes[n];
     if (stax_vm_node_is_folded(graph, node)) continue;
@@ -578,11 +589,21 @@ stax_status_t stax_program_compile(stax_allocator_t allocator, stax_graph_t* gra
     return stax_status_make(STAX_INVALID_ARGUMENT,
                             "stax_program_compile: the graph is a subgraph; compile its top level");
   STAX_RETURN_IF_ERROR(stax_graph_verify(graph), "compiling the graph");
+  stax_pass_log_t* pass_log = NULL;
+  uint32_t disabled_passes = (options ? options->disable_passes : 0) | stax_pipeline_env_disabled();
+  STAX_RETURN_IF_ERROR(stax_pipeline_run(allocator, graph, disabled_passes, &pass_log));
+  stax_status_t verified = stax_graph_verify(graph);
+  if (verified != STAX_OK) {
+    stax_pass_log_free(pass_log);
+    return stax_status_annotate(verified, "the graph after its passes (an internal error)");
+  }
   stax_vm_compiler_t c = {.allocator = allocator, .root = graph, .shape = graph->shape};
   c.static_variants = !(options && options->disable_static_variants);
   stax_status_t status = STAX_OK;
   int32_t scope = -1;
   STAX_GOTO_IF_ERROR(status, stax_vm_program_create(allocator, &c.program), cleanup);
+  c.program->pass_log = pass_log;
+  pass_log = NULL;
   STAX_GOTO_IF_ERROR(status, stax_hash_map_create(allocator, STAX_HASH_KEY_U64, &c.code_cache),
                      cleanup);
   c.current_scope = -1;
@@ -594,6 +615,11 @@ stax_status_t stax_program_compile(stax_allocator_t allocator, stax_graph_t* gra
   STAX_GOTO_IF_ERROR(status, stax_vm_load_constants(&c, graph), cleanup);
   STAX_GOTO_IF_ERROR(status, stax_vm_compile_graph_nodes(&c, graph), cleanup);
   STAX_GOTO_IF_ERROR(status, stax_vm_compile_outputs(&c), cleanup);
+  if (!(disabled_passes & STAX_PASS_BIT(STAX_PASS_dce))) {
+    int32_t removed = 0;
+    STAX_GOTO_IF_ERROR(status, stax_vm_compiler_remove_dead(&c, &removed), cleanup);
+    if (c.program->pass_log) c.program->pass_log->instructions_removed = removed;
+  }
   STAX_GOTO_IF_ERROR(status, stax_vm_compiler_insert_frees(&c), cleanup);
   stax_vm_finalize_options_t finalize = {
       .insert_profile_points = !(options && options->disable_profile_points)};
@@ -601,6 +627,7 @@ stax_status_t stax_program_compile(stax_allocator_t allocator, stax_graph_t* gra
   *out_program = c.program;
   c.program = NULL;
 cleanup:
+  stax_pass_log_free(pass_log);
   if (c.program) stax_program_release(c.program);
   stax_vm_compiler_deinit(&c);
   return status;

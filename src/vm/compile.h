@@ -99,5 +99,8 @@ bool stax_vm_node_is_folded(stax_graph_t* graph, const stax_node_t* node);
 /* ---- compile_liveness.c ------------------------------------------------------------------- */
 
 STAX_MUST_USE stax_status_t stax_vm_compiler_insert_frees(stax_vm_compiler_t* c);
+/* Removes instructions without effects whose results nothing reads (compile_dead.c). */
+STAX_MUST_USE stax_status_t stax_vm_compiler_remove_dead(stax_vm_compiler_t* c,
+                                                         int32_t* out_removed);
 
 #endif /* STAX_VM_COMPILE_H_ */

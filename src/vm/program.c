@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/tensor_internal.h"
+#include "passes/pipeline.h"
 #include "vm/program.h"
 #include "vm/jit_tier.h"
 
@@ -79,7 +80,36 @@ void stax_program_release(stax_program_t* program) {
 #undef STAX_VM_TABLE_FREE
   stax_arena_deinit(&program->link_arena);
   if (program->string_index) stax_hash_map_destroy(program->string_index);
+  stax_pass_log_free(program->pass_log);
   stax_allocator_free(program->allocator, program, sizeof(*program));
+}
+
+int32_t stax_program_pass_report_count(const stax_program_t* program) {
+  return program && program->pass_log ? program->pass_log->count : 0;
+}
+
+stax_status_t stax_program_pass_report(const stax_program_t* program, int32_t index,
+                                       stax_pass_report_t* out_report) {
+  if (!program || !out_report)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_program_pass_report: %s is NULL",
+                            program ? "out_report" : "program");
+  int32_t count = stax_program_pass_report_count(program);
+  if (index < 0 || index >= count)
+    return stax_status_make(STAX_OUT_OF_RANGE,
+                            "pass report index %d is out of range (the program has %d)", index,
+                            count);
+  *out_report = program->pass_log->entries[index];
+  return STAX_OK;
+}
+
+void stax_program_pass_totals(const stax_program_t* program, int32_t* out_nodes_before,
+                              int32_t* out_nodes_after, int32_t* out_rounds,
+                              int32_t* out_instructions_removed) {
+  const stax_pass_log_t* log = program ? program->pass_log : NULL;
+  if (out_instructions_removed) *out_instructions_removed = log ? log->instructions_removed : 0;
+  if (out_nodes_before) *out_nodes_before = log ? log->nodes_before : -1;
+  if (out_nodes_after) *out_nodes_after = log ? log->nodes_after : -1;
+  if (out_rounds) *out_rounds = log ? log->rounds : 0;
 }
 
 /* ---- builder ---------------------------------------------------------------------------- */

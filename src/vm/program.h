@@ -305,6 +305,10 @@ struct stax_program_s {
    * JIT on and shared by all; mutable state behind its own lock, never serialized. */
   _Atomic(struct stax_vm_jit_cache_s*) jit_cache;
 
+  /* What the graph passes did when the program was compiled (NULL when loaded or hand-built);
+   * never serialized. */
+  struct stax_pass_log_t* pass_log;
+
   /* Builder state, dropped when the program is finalized. */
   stax_hash_map_t* string_index; /* string -> offset, for deduplication */
 };
@@ -466,6 +470,12 @@ STAX_MUST_USE stax_status_t stax_vm_program_insert(stax_program_t* program, int3
                                                    const int32_t* positions,
                                                    const stax_vm_instruction_t* instructions,
                                                    const int32_t* new_operands,
+                                                   int32_t* out_map);
+
+/* Removes the instructions with remove[i] set (instruction_count entries); jumps to one land
+ * on the next instruction kept. out_map (may be NULL; instruction_count+1 entries) receives
+ * each old position's new index. */
+STAX_MUST_USE stax_status_t stax_vm_program_remove(stax_program_t* program, const bool* remove,
                                                    int32_t* out_map);
 
 /* Calls fn for every register an extended instruction references (operands, loop tables,

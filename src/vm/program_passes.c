@@ -96,6 +96,30 @@ cleanup:
   return status;
 }
 
+/* ---- removal --------------------------------------------------------------------------------- */
+
+stax_status_t stax_vm_program_remove(stax_program_t* program, const bool* remove,
+                                     int32_t* out_map) {
+  int32_t old_count = program->instructions_count;
+  int32_t* map = NULL;
+  STAX_RETURN_IF_ERROR(stax_allocator_malloc(program->allocator,
+                                             (size_t)(old_count + 1) * sizeof(*map), (void**)&map));
+  /* A jump to a removed instruction lands on the next one kept. */
+  int32_t out = 0;
+  for (int32_t p = 0; p < old_count; p++) {
+    map[p] = out;
+    if (!remove[p]) program->instructions[out++] = program->instructions[p];
+  }
+  map[old_count] = out;
+  program->instructions_count = out;
+  stax_vm_remap_t remap = {program->operands, map, old_count};
+  for (int32_t i = 0; i < out; i++)
+    stax_vm_for_each_jump(program, &program->instructions[i], stax_vm_remap_jump, &remap);
+  if (out_map) memcpy(out_map, map, (size_t)(old_count + 1) * sizeof(*map));
+  stax_allocator_free(program->allocator, map, (size_t)(old_count + 1) * sizeof(*map));
+  return STAX_OK;
+}
+
 /* ---- segments -------------------------------------------------------------------------------- */
 
 typedef struct stax_vm_mark_t {
