@@ -212,6 +212,8 @@ stax_status_t stax_pipeline_run(stax_allocator_t allocator, stax_graph_t* graph,
       entry.rewrites = changes;
       round_changes += changes;
       STAX_GOTO_IF_ERROR(status, stax_pass_log_add(log, &entry, &tally), fail);
+      STAX_LOG(PASS, "round %d %s: %d -> %d nodes: %s", round, kPassNames[p], entry.nodes_before,
+               entry.nodes_after, log->entries[log->count - 1].detail);
     }
     if (round_changes == 0) break;
   }
