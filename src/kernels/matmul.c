@@ -7,7 +7,7 @@
  * overflow wraps modulo 2^bits as in numpy/ONNX Runtime instead of being undefined behaviour.
  *
  * Batches run one after another with the core splitting each product over the pool, or, when
- * the matrices are small and many, in parallel with one single-threaded product per task. */
+ * the matrices are small or many, in parallel with one single-threaded product per task. */
 #include <string.h>
 
 #include "kernels/gemm.h"
@@ -240,7 +240,11 @@ stax_status_t stax_matmul_batched(const stax_kernel_call_t* call, const stax_mat
 
   int32_t threads = call->pool ? stax_threadpool_thread_count(call->pool) : 1;
   double work = (double)m * (double)n * (double)k;
-  bool batches_in_parallel = threads > 1 && plan.batch_count > 1 && work < MATMUL_SMALL_PRODUCT;
+  /* Splitting one product over the pool pays a fork and a join per product; with at least two
+   * products per thread (attention's QK^T and P.V: batch x heads of them) whole products per
+   * task keep every thread busy with none of that. */
+  bool batches_in_parallel = threads > 1 && plan.batch_count > 1 &&
+                             (work < MATMUL_SMALL_PRODUCT || plan.batch_count >= 2 * threads);
   plan.group_count =
       batches_in_parallel ? (plan.batch_count < 4 * threads ? plan.batch_count : 4 * threads) : 1;
   plan.inner_pool = batches_in_parallel ? NULL : call->pool;
