@@ -1,6 +1,7 @@
 /* Reading and writing numpy .npy files. The header is a Python dict literal; we parse just the
  * three keys numpy writes (descr, fortran_order, shape) and reject anything else, since a file
  * is user input. */
+#include <sys/stat.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -204,6 +205,13 @@ stax_status_t stax_npy_load(stax_allocator_t allocator, const char* path,
   stax_status_t status = STAX_OK;
   void* data = NULL;
   long size = 0;
+  /* A folder opens, and its "size" is LONG_MAX: refuse anything but a regular file. */
+  struct stat info;
+  if (fstat(fileno(f), &info) != 0 || !S_ISREG(info.st_mode)) {
+    status = stax_status_make(STAX_IO_ERROR, "cannot read %s: %s", path,
+                              S_ISDIR(info.st_mode) ? "it is a folder" : "not a regular file");
+    goto cleanup;
+  }
   if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
     status = stax_status_make(STAX_IO_ERROR, "cannot read %s: %s", path, strerror(errno));
     goto cleanup;

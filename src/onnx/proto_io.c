@@ -1,6 +1,7 @@
 /* Getting protobuf messages into memory safely: whole-file reads, a protobuf-c allocator that
  * goes through a stax allocator, and a framing/nesting check that runs before protobuf-c's
  * recursive unpacker, so a hostile file cannot exhaust the stack. */
+#include <sys/stat.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +62,11 @@ stax_status_t stax_onnx_read_file(stax_allocator_t allocator, const char* path,
   FILE* file = fopen(path, "rb");
   if (file == NULL) {
     return stax_status_make(STAX_IO_ERROR, "cannot open '%s': %s", path, strerror(errno));
+  }
+  struct stat info;
+  if (fstat(fileno(file), &info) == 0 && S_ISDIR(info.st_mode)) {
+    fclose(file);
+    return stax_status_make(STAX_IO_ERROR, "cannot read '%s': it is a folder", path);
   }
   stax_status_t status = STAX_OK;
   void* data = NULL;

@@ -159,9 +159,15 @@ static stax_status_t stax_onnx_external_path(const char* directory, const char* 
   return STAX_OK;
 }
 
+/* Opens and checks the external data (a regular file, long enough, of the size the dims
+ * need) and only then creates the tensor and reads into it, so a hostile size is refused
+ * for what it is (a missing or short file) instead of being allocated first. */
 static stax_status_t stax_onnx_read_external(const Onnx__TensorProto* proto, const char* what,
                                              const char* directory, size_t expected_bytes,
-                                             void* destination) {
+                                             stax_allocator_t allocator, stax_dtype_t dtype,
+                                             int32_t rank, const int64_t* dims,
+                                             stax_tensor_t** out_tensor) {
+  *out_tensor = NULL;
   if (directory == NULL) {
     return stax_status_make(STAX_INVALID_ARGUMENT,
                             "%s uses external data, but the model was loaded from memory "
@@ -173,7 +179,9 @@ static stax_status_t stax_onnx_read_external(const Onnx__TensorProto* proto, con
   char* path = NULL;
   STAX_RETURN_IF_ERROR(stax_onnx_external_path(directory, external.location, what, &path));
   stax_status_t status = STAX_OK;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO for reading would wait for a writer; this way the fstat below
+   * sees it and refuses it. Reads from a regular file ignore the flag. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     status = stax_status_make(STAX_IO_ERROR, "%s: cannot open external data file '%s': %s",
                               what, path, strerror(errno));
@@ -209,9 +217,12 @@ static stax_status_t stax_onnx_read_external(const Onnx__TensorProto* proto, con
                               path, (long long)length, expected_bytes);
     goto cleanup;
   }
+  STAX_GOTO_IF_ERROR(status, stax_tensor_create(allocator, dtype, rank, dims, out_tensor), cleanup,
+                     "%s", what);
+  unsigned char* destination = stax_tensor_data(*out_tensor);
   size_t done = 0;
   while (done < expected_bytes) {
-    ssize_t got = pread(fd, (unsigned char*)destination + done, expected_bytes - done,
+    ssize_t got = pread(fd, destination + done, expected_bytes - done,
                         (off_t)(external.offset + (int64_t)done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
@@ -223,6 +234,10 @@ static stax_status_t stax_onnx_read_external(const Onnx__TensorProto* proto, con
   }
 
 cleanup:
+  if (status != STAX_OK && *out_tensor) {
+    stax_tensor_release(*out_tensor);
+    *out_tensor = NULL;
+  }
   if (fd >= 0) close(fd);
   free(path);
   return status;
@@ -361,19 +376,17 @@ stax_status_t stax_onnx_tensor_from_proto(stax_allocator_t allocator,
   }
 
   stax_tensor_t* tensor = NULL;
-  STAX_RETURN_IF_ERROR(stax_tensor_create(allocator, dtype, rank, dims, &tensor), "%s", what);
-  void* data = stax_tensor_data(tensor);
-  stax_status_t status = STAX_OK;
   if (external) {
-    status = stax_onnx_read_external(proto, what, external_directory, bytes, data);
-  } else if (proto->has_raw_data) {
-    if (bytes > 0) memcpy(data, proto->raw_data.data, bytes);
-  } else if (count > 0) {
-    stax_onnx_copy_typed(proto, dtype, (size_t)count, data);
-  }
-  if (status != STAX_OK) {
-    stax_tensor_release(tensor);
-    return status;
+    STAX_RETURN_IF_ERROR(stax_onnx_read_external(proto, what, external_directory, bytes,
+                                                 allocator, dtype, rank, dims, &tensor));
+  } else {
+    STAX_RETURN_IF_ERROR(stax_tensor_create(allocator, dtype, rank, dims, &tensor), "%s", what);
+    void* data = stax_tensor_data(tensor);
+    if (proto->has_raw_data) {
+      if (bytes > 0) memcpy(data, proto->raw_data.data, bytes);
+    } else if (count > 0) {
+      stax_onnx_copy_typed(proto, dtype, (size_t)count, data);
+    }
   }
   *out_tensor = tensor;
   return STAX_OK;

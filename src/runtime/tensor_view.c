@@ -267,7 +267,9 @@ stax_status_t stax_tensor_slice(stax_allocator_t allocator, stax_tensor_t* tenso
     } else {
       start = stax_clamp(start, 0, dim - 1);
       end = stax_clamp(end, -1, dim - 1);
-      length = start > end ? (start - end - 1) / (-step) + 1 : 0;
+      /* -INT64_MIN does not exist; any span takes one element with a step that large. */
+      int64_t magnitude = step == INT64_MIN ? INT64_MAX : -step;
+      length = start > end ? (start - end - 1) / magnitude + 1 : 0;
     }
     dims[axis] = length;
     if (length > 0) offset += start * tensor->strides[axis];

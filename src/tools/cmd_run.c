@@ -80,6 +80,25 @@ static void output_file_name(const char* name, char* buf, size_t size) {
   if (n == 0 || strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0) snprintf(buf, size, "output");
 }
 
+/* mkdir -p: the output folder and any missing parents. */
+static stax_status_t make_folders(const char* path) {
+  char partial[4096];
+  size_t length = strlen(path);
+  if (length == 0 || length >= sizeof(partial))
+    return stax_status_make(STAX_INVALID_ARGUMENT, "output folder '%s' is empty or too long", path);
+  for (size_t i = 1; i <= length; i++) {
+    if (path[i] != '/' && path[i] != '\0') continue;
+    memcpy(partial, path, i);
+    partial[i] = '\0';
+    if (mkdir(partial, 0777) != 0 && errno != EEXIST)
+      return stax_status_make(STAX_IO_ERROR, "cannot create %s: %s", partial, strerror(errno));
+  }
+  struct stat info;
+  if (stat(path, &info) != 0 || !S_ISDIR(info.st_mode))
+    return stax_status_make(STAX_IO_ERROR, "cannot write outputs into %s: not a folder", path);
+  return STAX_OK;
+}
+
 static void summarise_tensor(const char* name, const stax_tensor_t* tensor) {
   printf("%s: %s[", name, stax_dtype_name(stax_tensor_dtype(tensor)));
   for (int32_t d = 0; d < stax_tensor_rank(tensor); d++)
@@ -288,9 +307,9 @@ int stax_cli_run(int argc, char** argv) {
       status = stax_status_make(STAX_IO_ERROR, "cannot write %s", stats_path);
     if (status) goto cleanup;
   }
-  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-    status = stax_status_make(STAX_IO_ERROR, "cannot create %s: %s", out_dir, strerror(errno));
-    goto cleanup;
+  if (out_dir) {
+    status = make_folders(out_dir);
+    if (status) goto cleanup;
   }
   for (int32_t o = 0; o < output_count; o++) {
     const char* name = stax_program_output_name(model.program, o);

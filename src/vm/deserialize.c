@@ -6,6 +6,7 @@
  * read. What the tables say (every index, dtype, rank, attribute, operand, jump, loop, ...) is
  * then checked by the verifier after the compact form is re-emitted, exactly as for a freshly
  * compiled program; only then is the program linked and handed out. */
+#include <sys/stat.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -382,6 +383,11 @@ stax_status_t stax_program_load(stax_allocator_t allocator, const char* path,
   FILE* file = fopen(path, "rb");
   if (!file)
     return stax_status_make(STAX_IO_ERROR, "cannot open '%s': %s", path, strerror(errno));
+  struct stat info;
+  if (fstat(fileno(file), &info) == 0 && S_ISDIR(info.st_mode)) {
+    fclose(file);
+    return stax_status_make(STAX_IO_ERROR, "cannot read '%s': it is a folder", path);
+  }
   stax_status_t status = STAX_OK;
   uint8_t* data = NULL;
   size_t size = 0, capacity = 0;

@@ -156,3 +156,15 @@ def test_repeat_reports_time_per_call(stax_bin, tmp_path):
     np.save(tmp_path / "x.npy", np.ones((2, 2), np.float32))
     r = run(stax_bin, "run", model, "-i", f"x={tmp_path / 'x.npy'}", "--repeat", "5")
     assert r.returncode == 0 and "5 calls: median" in r.stderr
+
+
+def test_output_folder_parents_are_created(stax_bin, tmp_path):
+    model = identity_model(tmp_path / "m.onnx", TensorProto.FLOAT)
+    np.save(tmp_path / "x.npy", np.ones((2, 3), np.float32))
+    out = tmp_path / "a" / "b" / "c"
+    r = run(stax_bin, "run", model, "-i", f"x={tmp_path / 'x.npy'}", "-o", out)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(out / "y_out_0.npy"), np.ones((2, 3), np.float32))
+    (tmp_path / "file").write_text("")
+    r = run(stax_bin, "run", model, "-i", f"x={tmp_path / 'x.npy'}", "-o", tmp_path / "file")
+    assert r.returncode == 1 and "not a folder" in r.stderr

@@ -481,6 +481,21 @@ static void test_slice(void) {
   kt_release_all(&out, 1);
   stax_tensor_t* slice_inputs[9] = {starts, ends, axes, steps};
   kt_release_all(slice_inputs, 4);
+  /* Steps at the ends of int64 (a hostile file's): INT64_MIN has no magnitude, INT64_MAX
+   * overflows a naive ceil; each takes one element. x[3::INT64_MIN, 1::INT64_MAX]. */
+  {
+    stax_tensor_t* hs = kt_vec(2, (int64_t[]){3, 1});
+    stax_tensor_t* he = kt_vec(2, (int64_t[]){INT64_MIN, INT64_MAX});
+    stax_tensor_t* ha = kt_vec(2, (int64_t[]){0, 1});
+    stax_tensor_t* hst = kt_vec(2, (int64_t[]){INT64_MIN, INT64_MAX});
+    stax_tensor_t* hostile[5] = {x, hs, he, ha, hst};
+    CHECK_OK(kt_run(stax_kernel_Slice, STAX_OP_Slice, NULL, 0, hostile, 5, &out, 1));
+    CHECK(kt_dims_are(out, 2, (int64_t[]){1, 1}));
+    kt_check_values(out, (double[]){16}, 1, 0);
+    kt_release_all(&out, 1);
+    stax_tensor_t* hostile_params[4] = {hs, he, ha, hst};
+    kt_release_all(hostile_params, 4);
+  }
   /* Clamping: ends past the dim, negative axis, no steps; then an empty slice. */
   starts = kt_vec(1, (int64_t[]){-100});
   ends = kt_vec(1, (int64_t[]){INT64_MAX});

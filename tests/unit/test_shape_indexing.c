@@ -31,6 +31,9 @@ static void test_slice_constant_dims(void) {
   CHECK_EQ_STR(slice_1d(g, x, -1, INT64_MIN, -1), "[10]");
   CHECK_EQ_STR(slice_1d(g, x, 20, 2, -3), "[3]"); /* 9, 6, 3 */
   CHECK_EQ_STR(slice_1d(g, x, -100, 100, 1), "[10]");
+  /* Steps at the ends of int64 (hostile files): one element each, no overflow. */
+  CHECK_EQ_STR(slice_1d(g, x, -1, INT64_MIN, INT64_MIN), "[1]");
+  CHECK_EQ_STR(slice_1d(g, x, 0, INT64_MAX, INT64_MAX), "[1]");
   stax_graph_destroy(g);
 }
 
@@ -51,6 +54,7 @@ static void test_slice_symbolic_dims(void) {
   CHECK_EQ_STR(slice_1d(g, x, 0, INT64_MIN, 1), "[0]");
   /* Reverse from index 2: min(3, S) elements (2, 1, 0 when S >= 3). */
   CHECK_EQ_STR(slice_1d(g, x, 2, INT64_MIN, -1), "[min(3, S)]");
+  CHECK_EQ_STR(slice_1d(g, x, -1, INT64_MIN, INT64_MIN), "[1]");
   /* A range that starts at 0 makes every clamp visible, and stays exact. */
   stax_value_id_t y = shape_test_input(g, "y", F32, "T>=0");
   CHECK_EQ_STR(slice_1d(g, y, -1, INT64_MIN, -1), "[T]");

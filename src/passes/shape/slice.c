@@ -54,18 +54,25 @@ static slice_entry_kind_t classify_entry(stax_shape_infer_t* ic, const stax_dim_
   return SLICE_ENTRY_UNKNOWN_SIGN;
 }
 
-/* ONNX's exact computation for constants. */
+/* |step|, saturated: a step of INT64_MIN has no int64 magnitude, and every span a slice can
+ * have (at most INT64_MAX) takes one element at most with either 2^63 or INT64_MAX. */
+static int64_t slice_step_magnitude(int64_t step) {
+  return step > 0 ? step : step == INT64_MIN ? INT64_MAX : -step;
+}
+
+/* ONNX's exact computation for constants; written as 1 + (span - 1) / |step| so a huge step
+ * cannot overflow. */
 static int64_t slice_length_const(int64_t d, int64_t s, int64_t e, int64_t step) {
   if (s < 0) s += d;
   if (e < 0) e += d;
   if (step > 0) {
     s = s < 0 ? 0 : (s > d ? d : s);
     e = e < 0 ? 0 : (e > d ? d : e);
-    return e <= s ? 0 : (e - s + step - 1) / step;
+    return e <= s ? 0 : (e - s - 1) / step + 1;
   }
   s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
   e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
-  return s <= e ? 0 : (s - e + (-step) - 1) / (-step);
+  return s <= e ? 0 : (s - e - 1) / slice_step_magnitude(step) + 1;
 }
 
 /* The sliced length as a dim expression, or NULL with *out_unknown set when an entry's sign
@@ -143,8 +150,12 @@ static const stax_dim_t* slice_length(stax_shape_infer_t* ic, const stax_dim_t* 
     span = stax_dim_sub(ctx, start_shifted, end_shifted);
   }
   const stax_dim_t* clamped = stax_shape_max(ic, span, zero);
-  int64_t magnitude = step > 0 ? step : -step;
+  int64_t magnitude = slice_step_magnitude(step);
   if (magnitude == 1) return clamped;
+  int64_t low = 0, high = 0;
+  stax_dim_bounds(ctx, clamped, &low, &high);
+  /* A step at least as long as any span takes its first element only. */
+  if (high <= magnitude) return stax_shape_min(ic, clamped, stax_dim_const(ctx, 1));
   return stax_dim_ceildiv(ctx, clamped, stax_dim_const(ctx, magnitude));
 }
 
