@@ -72,7 +72,7 @@ typedef struct stax_kir_index_t {
   X(ROUND, "round") X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin")               \
   X(ACOS, "acos") X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(ASINH, "asinh")         \
   X(ACOSH, "acosh") X(ATANH, "atanh") X(LOG1P, "log1p") X(IS_NAN, "isnan")                  \
-  X(IS_INF, "isinf")
+  X(IS_INF, "isinf") X(ERFC, "erfc")
 /* clang-format on */
 
 /* MAX / MIN propagate NaN (numpy.maximum). Compares give bool; AND / OR / XOR take bool. */

@@ -189,6 +189,7 @@ static const char* libm_name(stax_kir_unary_op_t op, bool f64) {
     case STAX_KIR_LOG1P: return f64 ? "log1p" : "log1pf";
     case STAX_KIR_TANH: return f64 ? "tanh" : "tanhf";
     case STAX_KIR_ERF: return f64 ? "erf" : "erff";
+    case STAX_KIR_ERFC: return f64 ? "erfc" : "erfcf";
     case STAX_KIR_SIN: return f64 ? "sin" : "sinf";
     case STAX_KIR_COS: return f64 ? "cos" : "cosf";
     case STAX_KIR_TAN: return f64 ? "tan" : "tanf";
@@ -283,6 +284,9 @@ static LLVMValueRef emit_unary_op(codegen_t* cg, stax_kir_unary_op_t op, stax_dt
       break;
     case STAX_KIR_ERF:
       if (f32) return emit_math_call(cg, "erf", stax_llvm_erf_f32, x);
+      break;
+    case STAX_KIR_ERFC:
+      if (f32) return emit_math_call(cg, "erfc", stax_llvm_erfc_f32, x);
       break;
     default: break;
   }

@@ -59,6 +59,7 @@ LLVMValueRef stax_llvm_log_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 LLVMValueRef stax_llvm_log1p_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 LLVMValueRef stax_llvm_tanh_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 LLVMValueRef stax_llvm_erf_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
+LLVMValueRef stax_llvm_erfc_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 
 /* Builds the module for a verified kernel: one external function per stage, named
  * "<symbol>_stage<i>", with the signature of stax_jit_stage_fn. */

@@ -303,6 +303,26 @@ LLVMValueRef stax_llvm_erf_f32(stax_llvm_emitter_t* em, LLVMValueRef x) {
   return ir_select(em, ir_fcmp(em, LLVMRealOLT, magnitude, cf(em, x, 1.0)), small, large);
 }
 
+/* erfc for any float32, with erfc's relative accuracy in the right tail where 1 - erf is all
+ * cancellation: for a = |x|, Numerical Recipes' erfcc fit t exp(-a^2 + P(t)), t = 1/(1 + a/2)
+ * (fractional error below 1.2e-7), and 2 - that for x < 0. The generic kernels' Gelu uses the
+ * same fit (src/kernels/fast_math.h). NaN stays NaN; +inf gives 0, -inf 2. */
+LLVMValueRef stax_llvm_erfc_f32(stax_llvm_emitter_t* em, LLVMValueRef x) {
+  static const double fit[10] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418,
+                                 -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+                                 -0.82215223, 0.17087277};
+  LLVMValueRef a = unary_intrinsic(em, "llvm.fabs", x);
+  LLVMValueRef t = ir_fdiv(em, cf(em, x, 1.0), ir_fmuladd(em, a, cf(em, x, 0.5), cf(em, x, 1.0)));
+  LLVMValueRef exponent = ir_fsub(em, ir_polynomial(em, t, fit, 10), ir_fmul(em, a, a));
+  LLVMValueRef right = ir_fmul(em, t, stax_llvm_exp_f32(em, exponent));
+  /* a = inf: t = 0 and exp(-inf) = 0, so right is 0 without NaN. */
+  right = ir_select(em, ir_fcmp(em, LLVMRealOEQ, a, cf(em, x, INFINITY)), cf(em, x, 0.0), right);
+  LLVMValueRef result =
+      ir_select(em, ir_fcmp(em, LLVMRealOLT, x, cf(em, x, 0.0)), ir_fsub(em, cf(em, x, 2.0), right),
+                right);
+  return ir_select(em, ir_is_nan(em, x), x, result);
+}
+
 #else
 /* Built without LLVM: nothing here (llvm_jit.c provides the stub backend). */
 typedef int stax_llvm_math_unused_t;

@@ -295,7 +295,10 @@ const stax_kir_expr_t* lower_elementwise_expr(lower_t* L, const stax_jit_node_t*
             bin(&b, STAX_KIR_ADD, x, bin(&b, STAX_KIR_MUL, c(&b, 0.044715), cube));
         inner = un(&b, STAX_KIR_TANH, bin(&b, STAX_KIR_MUL, c(&b, 0.79788456080286535588), t));
       } else {
-        inner = un(&b, STAX_KIR_ERF, bin(&b, STAX_KIR_MUL, x, c(&b, 0.70710678118654752440)));
+        /* 0.5 x erfc(-x / sqrt 2), not 0.5 x (1 + erf(x / sqrt 2)): in the negative tail 1 + erf
+         * cancels, erfc keeps its relative accuracy (the generic kernel computes the same). */
+        return bin(&b, STAX_KIR_MUL, bin(&b, STAX_KIR_MUL, c(&b, 0.5), x),
+                   un(&b, STAX_KIR_ERFC, bin(&b, STAX_KIR_MUL, x, c(&b, -0.70710678118654752440))));
       }
       return bin(&b, STAX_KIR_MUL, bin(&b, STAX_KIR_MUL, c(&b, 0.5), x),
                  bin(&b, STAX_KIR_ADD, c(&b, 1), inner));
