@@ -1,5 +1,5 @@
 # Thin wrapper over the README commands; CMake is the build system.
-.PHONY: all build demo test tsan clean
+.PHONY: all build demo test tsan fuzz clean
 
 all: build
 
@@ -17,5 +17,9 @@ test:
 tsan:
 	./scripts/tsan.sh
 
+# The fuzzers for FUZZ_SECONDS (default 300) each; make test runs a short pass of them.
+fuzz:
+	./scripts/fuzz.sh
+
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

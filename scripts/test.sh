@@ -2,7 +2,8 @@
 # The whole test run (what `make test` and CI run): installs what is missing, builds stax three
 # times — optimized, with AddressSanitizer + UndefinedBehaviorSanitizer, and with
 # ThreadSanitizer — runs the C unit tests of the first two through ctest and the threaded ones
-# of the third (scripts/tsan.sh), then the Python tests through pytest.
+# of the third (scripts/tsan.sh), then the Python tests through pytest, then a short pass of
+# the fuzzers (scripts/fuzz.sh: clang, ASan + UBSan, 100000 executions each).
 #
 # Every stage runs even when an earlier one failed (a failed build skips only the stages that
 # need it); the run ends with one summary of the stages and exits non-zero if any failed.
@@ -78,6 +79,7 @@ else
   skip "python package (pip install -e .)" "the release build failed"
   skip "python tests" "the release build failed"
 fi
+stage "fuzzers (asan+ubsan, short)" ./scripts/fuzz.sh --runs "${STAX_FUZZ_RUNS:-100000}"
 
 echo
 echo "== summary =="

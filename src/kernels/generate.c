@@ -294,15 +294,14 @@ stax_status_t stax_kernel_OneHot(stax_kernel_call_t* call) {
                              (long long)axis, out_rank, -out_rank, out_rank - 1);
   if (axis < 0) axis += out_rank;
   int64_t dims[STAX_MAX_RANK];
-  int64_t outer = 1, inner = 1;
+  int64_t inner = 1; /* elements after the axis; the index count covers those before */
   for (int32_t k = 0, d = 0; k < out_rank; k++) {
     if (k == axis) {
       dims[k] = depth;
       continue;
     }
     dims[k] = indices->dims[d];
-    if (k < axis) outer *= indices->dims[d];
-    else inner *= indices->dims[d];
+    if (k > axis) inner *= indices->dims[d];
     d++;
   }
   stax_dtype_t dtype = values->dtype;
