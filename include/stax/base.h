@@ -67,24 +67,39 @@ void stax_status_free(stax_status_t status);
 /* Frees the status and returns its code; handy in tests and at API boundaries. */
 stax_status_code_t stax_status_consume_code(stax_status_t status);
 
+/* The macros below pass "" when no context is given; the pragmas keep -Wformat-zero-length
+ * (in -Wall) quiet about that in user code while the context's format stays checked. */
+#if defined(__GNUC__)
+#define STAX_NO_EMPTY_FORMAT_WARNING_BEGIN_ \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wformat-zero-length\"")
+#define STAX_NO_EMPTY_FORMAT_WARNING_END_ _Pragma("GCC diagnostic pop")
+#else
+#define STAX_NO_EMPTY_FORMAT_WARNING_BEGIN_
+#define STAX_NO_EMPTY_FORMAT_WARNING_END_
+#endif
+
 /* Propagates an error, adding optional printf-style context:
  *   STAX_RETURN_IF_ERROR(stax_graph_verify(g));
  *   STAX_RETURN_IF_ERROR(import_node(n), "while importing node '%s'", n->name); */
 #define STAX_RETURN_IF_ERROR(expr, ...)                                   \
   do {                                                                    \
     stax_status_t stax_status_tmp_ = (expr);                              \
+    STAX_NO_EMPTY_FORMAT_WARNING_BEGIN_                                   \
     if (STAX_UNLIKELY(stax_status_tmp_ != STAX_OK))                       \
       return stax_status_annotate(stax_status_tmp_, "" __VA_ARGS__);     \
+    STAX_NO_EMPTY_FORMAT_WARNING_END_                                     \
   } while (0)
 
 /* For functions that own resources: assigns to `status_var` and jumps to `label` on error. */
 #define STAX_GOTO_IF_ERROR(status_var, expr, label, ...)                  \
   do {                                                                    \
     (status_var) = (expr);                                                \
+    STAX_NO_EMPTY_FORMAT_WARNING_BEGIN_                                   \
     if (STAX_UNLIKELY((status_var) != STAX_OK)) {                         \
       (status_var) = stax_status_annotate((status_var), "" __VA_ARGS__); \
       goto label;                                                         \
     }                                                                     \
+    STAX_NO_EMPTY_FORMAT_WARNING_END_                                     \
   } while (0)
 
 /* ---------------------------------------------------------------------------------------- */

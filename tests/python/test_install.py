@@ -1,0 +1,77 @@
+"""cmake --install: the libraries, headers, program, stax.pc and CMake package land under a
+prefix, and examples/c/hello.c builds against them both ways the README shows (the CMake
+package, static; pkg-config, shared) and runs."""
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def build_dir():
+    return pathlib.Path(os.environ.get("STAX_BUILD_DIR", REPO / "build"))
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory):
+    for tool in ("cmake", "cc", "pkg-config"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    if not (build_dir() / "CMakeCache.txt").exists():
+        pytest.skip(f"no configured build in {build_dir()}")
+    root = tmp_path_factory.mktemp("install") / "prefix"
+    r = subprocess.run(["cmake", "--install", str(build_dir()), "--prefix", str(root)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return root
+
+
+def check_hello(binary, env=None):
+    r = subprocess.run([str(binary)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "hello: ok" in r.stdout
+    assert r.stdout.count("sum 1.0000") == 7  # two rows at B=2, five at B=5
+
+
+def test_installed_files(prefix):
+    for path in ("include/stax/stax.h", "include/stax/ops.def", "include/stax/passes.def",
+                 "lib/libstax.a", "lib/libstax.so", "lib/pkgconfig/stax.pc",
+                 "lib/cmake/stax/staxConfig.cmake", "lib/cmake/stax/staxConfigVersion.cmake",
+                 "bin/stax"):
+        assert (prefix / path).exists(), path
+    r = subprocess.run([str(prefix / "bin/stax"), "version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("stax ")
+
+
+def test_example_with_the_cmake_package(prefix, tmp_path):
+    build = tmp_path / "hello"
+    r = subprocess.run(["cmake", "-S", str(REPO / "examples/c"), "-B", str(build),
+                        f"-DCMAKE_PREFIX_PATH={prefix}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run(["cmake", "--build", str(build)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_hello(build / "hello")
+
+
+def test_example_with_pkg_config(prefix, tmp_path):
+    env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib/pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "stax"], capture_output=True,
+                           text=True, env=env)
+    assert flags.returncode == 0, flags.stderr
+    libdir = subprocess.run(["pkg-config", "--variable=libdir", "stax"], capture_output=True,
+                            text=True, env=env).stdout.strip()
+    assert pathlib.Path(libdir).resolve() == (prefix / "lib").resolve()
+    binary = tmp_path / "hello"
+    # -Wall -Wextra -Werror: the public headers compile clean in a user's strict build.
+    r = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror",
+                        str(REPO / "examples/c/hello.c"), *flags.stdout.split(),
+                        f"-Wl,-rpath,{libdir}", "-o", str(binary)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_hello(binary)
+    static = subprocess.run(["pkg-config", "--static", "--libs", "stax"], capture_output=True,
+                            text=True, env=env).stdout
+    assert "protobuf-c" in static and "-lm" in static
