@@ -197,6 +197,34 @@ static PyObject* module_num_threads(PyObject* module, PyObject* unused) {
   return PyLong_FromLong(stax_threadpool_thread_count(stax_threadpool_default()));
 }
 
+static PyObject* module_build_info(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  stax_build_info_t info;
+  Py_BEGIN_ALLOW_THREADS
+  stax_build_info(&info); /* may start LLVM */
+  Py_END_ALLOW_THREADS
+  PyObject* jit = info.jit_available
+                      ? Py_BuildValue("{s:s,s:s,s:i,s:O,s:(ii)}", "backend", info.jit_backend,
+                                      "cpu", info.jit_cpu, "vector_bits", info.jit_vector_bits,
+                                      "fma", info.jit_fma ? Py_True : Py_False, "matmul_tile",
+                                      info.jit_matmul_tile_rows, info.jit_matmul_tile_cols)
+                      : (Py_INCREF(Py_None), Py_None);
+  if (!jit) return NULL;
+  PyObject* cache = info.jit_cache ? PyUnicode_DecodeFSDefault(info.jit_cache_dir)
+                                   : (Py_INCREF(Py_None), Py_None);
+  if (!cache) {
+    Py_DECREF(jit);
+    return NULL;
+  }
+  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:(ii),s:N,s:s,s:N,s:O,s:s}", "version", info.version,
+                       "isa", stax_isa_name(info.isa), "isa_detected",
+                       stax_isa_name(info.isa_detected), "gemm", info.gemm_variant, "gemm_tile",
+                       info.gemm_tile_rows, info.gemm_tile_cols, "jit", jit, "jit_unavailable",
+                       info.jit_unavailable, "jit_cache_dir", cache, "gpu",
+                       info.gpu_available ? Py_True : Py_False, "gpu_unavailable",
+                       info.gpu_unavailable);
+}
+
 static PyObject* module_passes(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   PyObject* result = PyDict_New();
@@ -256,6 +284,7 @@ static PyMethodDef module_methods[] = {
     {"num_threads", module_num_threads, METH_NOARGS, "Threads in the default pool."},
     {"isa", module_isa, METH_NOARGS, "(level in use, the CPU's level)."},
     {"passes", module_passes, METH_NOARGS, "{graph pass name: what it rewrites}, in pipeline order."},
+    {"build_info", module_build_info, METH_NOARGS, "What this build and machine give programs."},
     {"set_isa_cap", module_set_isa_cap, METH_O, "Caps the ISA level (None: no cap)."},
     {NULL, NULL, 0, NULL},
 };

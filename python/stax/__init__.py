@@ -87,6 +87,16 @@ def num_threads():
 PASSES = _C.passes()
 
 
+def build_info():
+    """What this build and machine give programs, as a dict: version; isa (the vector level in
+    use) and isa_detected (the CPU's); gemm and gemm_tile (the generic GEMM's variant and
+    register tile); jit: None when the JIT is unavailable (jit_unavailable says why), else
+    {backend, cpu, vector_bits, fma, matmul_tile}; jit_cache_dir (None when the on-disk kernel
+    cache is off); gpu (False for now) and gpu_unavailable. The same as
+    ``stax version --verbose``. Starts the JIT backend if it has not started."""
+    return _C.build_info()
+
+
 def isa():
     """The vector instruction set stax's kernels use, as (level in use, the CPU's level):
     "avx512", "avx2" or "sse2" ("baseline" off x86). The level in use is the CPU's, lowered

@@ -2,9 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jit/jit.h"
-#include "kernels/gemm.h"
-#include "jit/object_cache.h"
 #include "tools/cli.h"
 
 typedef struct stax_cli_verb_t {
@@ -48,29 +45,20 @@ static void print_usage(FILE* f) {
 
 /* `stax version --verbose`: what this build and machine give the kernels. */
 static void print_build_info(void) {
-  printf("isa: %s (the CPU's: %s; STAX_ISA caps it)\n", stax_isa_name(stax_isa()),
-         stax_isa_name(stax_isa_detected()));
-  int32_t mr = 0, nr = 0;
-  stax_gemm_f32_tile(&mr, &nr);
-  printf("generic gemm: %s, float32 tile %d x %d\n", stax_gemm_isa_name(), (int)mr, (int)nr);
-  stax_jit_backend_t* backend = NULL;
-  stax_status_t status = stax_jit_backend_get(&backend);
-  if (status == STAX_OK) {
-    stax_jit_target_info_t target = stax_jit_backend_target(backend);
-    int32_t lanes = target.vector_bits / 32;
-    printf("jit: %s, cpu %s, %d-bit vectors%s, matmul tile %d x %d\n", target.name, target.cpu,
-           (int)target.vector_bits, target.has_fma ? ", fma" : "",
-           (int)stax_jit_matmul_tile_rows(lanes), (int)(2 * lanes));
-  } else {
-    printf("jit: unavailable (%s); models run interpreted\n", stax_status_message(status));
-    stax_status_free(status);
-  }
-  char dir[4096];
-  if (stax_jit_cache_dir(dir, sizeof(dir)))
-    printf("jit cache: %s\n", dir);
+  stax_build_info_t info;
+  stax_build_info(&info);
+  printf("isa: %s (the CPU's: %s; STAX_ISA caps it)\n", stax_isa_name(info.isa),
+         stax_isa_name(info.isa_detected));
+  printf("generic gemm: %s, float32 tile %d x %d\n", info.gemm_variant, (int)info.gemm_tile_rows,
+         (int)info.gemm_tile_cols);
+  if (info.jit_available)
+    printf("jit: %s, cpu %s, %d-bit vectors%s, matmul tile %d x %d\n", info.jit_backend,
+           info.jit_cpu, (int)info.jit_vector_bits, info.jit_fma ? ", fma" : "",
+           (int)info.jit_matmul_tile_rows, (int)info.jit_matmul_tile_cols);
   else
-    printf("jit cache: off\n");
-  printf("gpu: none (stax runs on the cpu for now)\n");
+    printf("jit: unavailable (%s); models run interpreted\n", info.jit_unavailable);
+  printf("jit cache: %s\n", info.jit_cache ? info.jit_cache_dir : "off");
+  printf("gpu: none: %s\n", info.gpu_unavailable);
 }
 
 int main(int argc, char** argv) {

@@ -50,3 +50,21 @@ def test_unknown_command_is_error(stax_bin):
     r = run(stax_bin, "frobnicate")
     assert r.returncode == 2
     assert "unknown command 'frobnicate'" in r.stderr
+
+
+def test_build_info_matches_version_verbose(stax_bin):
+    from test_api_support import stax
+    info = stax.build_info()
+    r = run(stax_bin, "version", "--verbose")
+    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines()[1:])
+    assert r.stdout.split()[1] == info["version"]
+    assert lines["isa"].startswith(f"{info['isa']} (the CPU's: {info['isa_detected']};")
+    assert lines["generic gemm"] == f"{info['gemm']}, float32 tile {info['gemm_tile'][0]} x {info['gemm_tile'][1]}"
+    assert (info["isa"], info["isa_detected"]) == stax.isa()
+    if info["jit"] is None:
+        assert info["jit_unavailable"] and "unavailable" in lines["jit"]
+    else:
+        jit = info["jit"]
+        assert lines["jit"].startswith(f"{jit['backend']}, cpu {jit['cpu']}, {jit['vector_bits']}-bit")
+        assert f"matmul tile {jit['matmul_tile'][0]} x {jit['matmul_tile'][1]}" in lines["jit"]
+    assert info["gpu"] is False and info["gpu_unavailable"] in lines["gpu"]
