@@ -6,15 +6,8 @@
 #include "passes/pass.h"
 
 static bool stax_noop_identity_perm(const stax_node_t* node, int32_t rank) {
-  int32_t count = -1;
-  const int64_t* perm = NULL;
-  stax_status_t status = stax_node_attr_ints(node, "perm", &count, &perm);
-  if (status != STAX_OK) {
-    stax_status_free(status);
-    return false;
-  }
-  if (count < 0) return rank <= 1; /* the default reverses the dims */
-  if (count != rank) return false;
+  int64_t perm[STAX_MAX_RANK];
+  if (rank > STAX_MAX_RANK || !stax_pass_transpose_perm(node, rank, perm)) return false;
   for (int32_t k = 0; k < rank; k++)
     if (perm[k] != k) return false;
   return true;

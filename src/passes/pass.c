@@ -190,6 +190,22 @@ bool stax_pass_constant_all(stax_pass_ctx_t* ctx, stax_value_id_t v, double valu
   return true;
 }
 
+bool stax_pass_transpose_perm(const stax_node_t* node, int32_t rank, int64_t* out_perm) {
+  int32_t count = -1;
+  const int64_t* values = NULL;
+  stax_status_t status = stax_node_attr_ints(node, "perm", &count, &values);
+  if (status != STAX_OK) {
+    stax_status_free(status);
+    return false;
+  }
+  if (count >= 0 && count != rank) return false;
+  for (int32_t k = 0; k < rank; k++) {
+    out_perm[k] = count >= 0 ? values[k] : rank - 1 - k;
+    if (out_perm[k] < 0 || out_perm[k] >= rank) return false;
+  }
+  return true;
+}
+
 bool stax_pass_replace_value(stax_pass_ctx_t* ctx, stax_value_id_t from, stax_value_id_t to) {
   if (from == to || from == STAX_VALUE_NONE || to == STAX_VALUE_NONE) return false;
   if (!ctx->uses_valid && stax_pass_refresh_uses(ctx) != STAX_OK) return false;

@@ -54,6 +54,10 @@ bool stax_pass_scalar(stax_pass_ctx_t* ctx, stax_value_id_t v, double* out_value
 bool stax_pass_constant_all(stax_pass_ctx_t* ctx, stax_value_id_t v, double value,
                             bool match_sign_of_zero);
 
+/* A Transpose node's permutation for an input of `rank` dims (the default reverses them);
+ * false when the attribute is malformed. */
+bool stax_pass_transpose_perm(const stax_node_t* node, int32_t rank, int64_t* out_perm);
+
 /* Replaces every use of `from` by `to` in live nodes. Refused (false, nothing changed) when
  * `from` is pinned or the two differ in dtype, rank or dims. */
 bool stax_pass_replace_value(stax_pass_ctx_t* ctx, stax_value_id_t from, stax_value_id_t to);

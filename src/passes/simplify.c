@@ -47,22 +47,6 @@ static stax_value_id_t stax_simplify_binary(stax_pass_ctx_t* ctx, const stax_nod
   }
 }
 
-static bool stax_simplify_perm(const stax_node_t* node, int32_t rank, int64_t* perm) {
-  int32_t count = -1;
-  const int64_t* values = NULL;
-  stax_status_t status = stax_node_attr_ints(node, "perm", &count, &values);
-  if (status != STAX_OK) {
-    stax_status_free(status);
-    return false;
-  }
-  if (count >= 0 && count != rank) return false;
-  for (int32_t k = 0; k < rank; k++) {
-    perm[k] = count >= 0 ? values[k] : rank - 1 - k;
-    if (perm[k] < 0 || perm[k] >= rank) return false;
-  }
-  return true;
-}
-
 static bool stax_simplify_is_reshape_family(stax_op_t op) {
   return op == STAX_OP_Reshape || op == STAX_OP_Flatten || op == STAX_OP_Squeeze ||
          op == STAX_OP_Unsqueeze;
@@ -115,7 +99,8 @@ stax_status_t stax_pass_run_simplify(stax_pass_ctx_t* ctx) {
     if (node->op == STAX_OP_Transpose && inner->op == STAX_OP_Transpose) {
       int32_t rank = g->values[source].rank;
       int64_t p[STAX_MAX_RANK], q[STAX_MAX_RANK], r[STAX_MAX_RANK];
-      if (!stax_simplify_perm(inner, rank, p) || !stax_simplify_perm(node, rank, q)) continue;
+      if (!stax_pass_transpose_perm(inner, rank, p) || !stax_pass_transpose_perm(node, rank, q))
+        continue;
       bool identity = true;
       for (int32_t k = 0; k < rank; k++) {
         r[k] = p[q[k]];
