@@ -13,6 +13,9 @@
  * RMSNorm (ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Div...) is one kernel that reads each
  * row a few times and writes it once. Producers are recomputed in each pass rather than
  * stored: cheaper than a round trip through memory for the elementwise chains that occur.
+ * The exception is exp: a Softmax whose output no other node of the group reads stores
+ * exp(x - max) into that output during its sum pass, and the final pass scales it in place
+ * (one exp per element instead of two; exp is the costly part of the row).
  *
  * Values are FULL (aligned to every iteration dim) or ROW (the output of a reduction without
  * keepdims and what is computed from it: aligned to the dims before the reduced one); see
@@ -35,6 +38,7 @@ typedef struct row_node_t {
   int32_t second; /* local: sum of exp / squared deviations */
   int32_t result; /* local: the node's per-row result (1/sum, mean, the reduction) */
   int32_t extra;  /* local: LayerNormalization's 1/sqrt(var + eps) */
+  int32_t stored; /* Softmax: the output value whose buffer holds exp(x - max), or -1 */
 } row_node_t;
 
 /* The ops a row kernel reduces with. */
@@ -299,6 +303,41 @@ static const stax_kir_expr_t* read(row_emitter_t* e, int32_t local) {
   return stax_kir_local(e->k, local);
 }
 
+static bool spans_row(const lower_t* L, int32_t v, int64_t length);
+
+/* A Softmax whose output is a group output spanning the row and read by no other node of the
+ * group: its sum pass can store exp(x - max) into that output, so the final pass only scales
+ * (one exp per element instead of two). */
+static int32_t softmax_exp_target(lower_t* L, const stax_jit_node_t* node, int64_t length) {
+  if (node->output_count < 1) return -1;
+  int32_t v = node->outputs[0];
+  if (v < 0 || L->uses[v] != 0 || L->buffer[v] < 0 || L->space[v] == LOWER_ROW) return -1;
+  if (lower_value(L, v)->role != STAX_JIT_VALUE_OUTPUT || !spans_row(L, v, length)) return -1;
+  return v;
+}
+
+/* The sum of exp(x - max) over the row, each exp also stored into output `target`. */
+static int32_t exp_sum_store_pass(row_emitter_t* e, int32_t node, row_node_t* row,
+                                  int32_t target) {
+  stax_kir_kernel_t* k = e->k;
+  stax_dtype_t dtype = lower_value(e->L, row->input)->dtype;
+  int32_t sum = new_local(e, "sum", node, dtype);
+  scalar_point(e);
+  stax_kir_add_declare(k, e->body, sum, fc(e, dtype, 0));
+  stax_kir_block_t* block = row_pass(e, 4);
+  const stax_kir_expr_t* x = lower_value_expr(e->L, row->input, LOWER_FULL);
+  int32_t value = new_local(e, "exp", node, dtype);
+  stax_kir_add_declare(
+      k, block, value,
+      stax_kir_unary(k, STAX_KIR_EXP, stax_kir_binary(k, STAX_KIR_SUB, x, read(e, row->first))));
+  stax_kir_index_t index = lower_value_index(e->L, target, e->L->rank);
+  stax_kir_add_store(k, block, e->L->buffer[target], &index,
+                     stax_kir_cast(k, lower_value(e->L, target)->dtype, read(e, value)));
+  stax_kir_add_reduce(k, block, sum, STAX_KIR_ADD, read(e, value));
+  row->stored = target;
+  return sum;
+}
+
 static void emit_row_node(row_emitter_t* e, int32_t n, row_node_t* row) {
   lower_t* L = e->L;
   stax_kir_kernel_t* k = e->k;
@@ -322,7 +361,9 @@ static void emit_row_node(row_emitter_t* e, int32_t n, row_node_t* row) {
                                            stax_kir_unary(k, STAX_KIR_IS_NAN, m)));
         shift = derive(e, "shift", n, stax_kir_select(k, finite, m, fc(e, dtype, 0)));
       }
-      row->second = reduce_pass(e, n, "sum", row, STAX_KIR_ADD, 0, T_EXP_SHIFTED, shift);
+      int32_t target = op == STAX_OP_Softmax ? softmax_exp_target(L, node, L->dims[L->rank - 1]) : -1;
+      row->second = target >= 0 ? exp_sum_store_pass(e, n, row, target)
+                                : reduce_pass(e, n, "sum", row, STAX_KIR_ADD, 0, T_EXP_SHIFTED, shift);
       scalar_point(e);
       const stax_kir_expr_t* sum = read(e, row->second);
       if (op == STAX_OP_Softmax) {
@@ -403,6 +444,12 @@ const stax_kir_expr_t* lower_row_output_expr(lower_t* L, int32_t n, int32_t slot
                                              (int)n, (int)slot));
     return NULL;
   }
+  if (node->node->op == STAX_OP_Softmax && row->stored >= 0) {
+    /* The sum pass left exp(x - max) in the output; scale it in place. */
+    stax_kir_index_t index = lower_value_index(L, row->stored, L->rank);
+    return stax_kir_binary(k, STAX_KIR_MUL, stax_kir_load(k, L->buffer[row->stored], &index),
+                           stax_kir_local(k, row->result));
+  }
   const stax_kir_expr_t* x = lower_value_expr(L, row->input, LOWER_FULL);
   switch (node->node->op) {
     case STAX_OP_Softmax:
@@ -449,6 +496,7 @@ stax_status_t lower_row_group(lower_t* L) {
     rows[n].used = true;
     rows[n].input = group->nodes[n].inputs[0];
     rows[n].first = rows[n].second = rows[n].result = rows[n].extra = -1;
+    rows[n].stored = -1;
     status = check_axis(L, &group->nodes[n], &rows[n]);
     if (status == STAX_OK && group->nodes[n].node->op == STAX_OP_LayerNormalization &&
         group->nodes[n].inputs[1] < 0)
