@@ -38,7 +38,8 @@ static void print_usage(FILE* f) {
           "STAX_JIT_CACHE=0 turns that cache off; STAX_JIT_SYMBOLIC=0 leaves attention-\n"
           "like groups (no row structure) to exact-shape kernels instead of symbolic ones;\n"
           "STAX_ISA=avx512|avx2|sse2 caps the vector instructions the kernels and the JIT\n"
-          "use (default: the CPU's best).\n",
+          "use (default: the CPU's best); STAX_DISABLE_PASSES=cse,fuse,... (or all)\n"
+          "switches graph passes off (fold, noop, simplify, fuse, cse, dce).\n",
           "version", "print the stax version (--verbose: ISA, JIT, cache)", "help",
           "print this text");
 }
