@@ -922,6 +922,7 @@ stax_status_t stax_llvm_emit_kernel(LLVMContextRef context, const stax_kir_kerne
   LLVMBuilderRef builder = LLVMCreateBuilderInContext(context);
   cg.alloca_builder = LLVMCreateBuilderInContext(context);
   stax_llvm_emitter_init(&cg.em, context, module, builder);
+  cg.em.avx512 = target && target->vector_bits >= 512; /* 512-bit vectors: avx512f, not capped */
 
   size_t buffers = (size_t)kernel->buffer_count + 1, loops = (size_t)kernel->loop_count + 1;
   size_t locals = (size_t)kernel->local_count + 1, exprs = (size_t)kernel->expr_count + 1;

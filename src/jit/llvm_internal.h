@@ -22,6 +22,9 @@ typedef struct stax_llvm_emitter_t {
   LLVMModuleRef module;
   LLVMBuilderRef builder;
   LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, ptr, void_type;
+  /* The target has AVX-512 (and the ISA cap allows it): 16-lane float32 math may use
+   * vscalefps, which scales by 2^n with IEEE rounding, subnormals and overflow in one step. */
+  bool avx512;
 } stax_llvm_emitter_t;
 
 void stax_llvm_emitter_init(stax_llvm_emitter_t* em, LLVMContextRef context, LLVMModuleRef module,

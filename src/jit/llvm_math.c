@@ -35,6 +35,7 @@ void stax_llvm_emitter_init(stax_llvm_emitter_t* em, LLVMContextRef context, LLV
   em->f64 = LLVMDoubleTypeInContext(context);
   em->ptr = LLVMPointerTypeInContext(context, 0);
   em->void_type = LLVMVoidTypeInContext(context);
+  em->avx512 = false;
 }
 
 int32_t stax_llvm_lanes(LLVMValueRef value) {
@@ -198,6 +199,18 @@ LLVMValueRef stax_llvm_exp_f32(stax_llvm_emitter_t* em, LLVMValueRef x) {
   LLVMValueRef r = ir_fmuladd(em, n, cf(em, x, -0.693359375), clamped);
   r = ir_fmuladd(em, n, cf(em, x, 2.12194440054690583e-4), r);
   LLVMValueRef p = ir_polynomial(em, r, taylor, 8);
+  if (em->avx512 && stax_llvm_lanes(x) == 16) {
+    /* vscalefps: p * 2^n, correctly rounded into subnormals and to inf on overflow, in one
+     * instruction instead of the integer exponent arithmetic and two multiplies below. */
+    LLVMValueRef args[5] = {p, n, p, LLVMConstInt(em->i16, 0xffff, 0),
+                            LLVMConstInt(em->i32, 4 /* the current rounding mode */, 0)};
+    LLVMValueRef scaled =
+        stax_llvm_intrinsic_overloaded(em, "llvm.x86.avx512.mask.scalef.ps.512", NULL, 0, args, 5);
+    /* x was clamped to 88.7228, so overflow is set here as below. */
+    scaled = ir_select(em, ir_fcmp(em, LLVMRealOGT, x, cf(em, x, 88.7228)), cf(em, x, INFINITY),
+                       scaled);
+    return ir_select(em, ir_is_nan(em, x), x, scaled);
+  }
   /* 2^n as two normal powers of two, 2^(n/2) * 2^(n - n/2), so that neither overflows nor
    * underflows the exponent field and subnormal results round correctly. */
   LLVMValueRef n_int = LLVMBuildFPToSI(b, n, int_type_like(em, x), "");
