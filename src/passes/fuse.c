@@ -121,7 +121,8 @@ static stax_status_t stax_fuse_gelu(stax_pass_ctx_t* ctx, stax_node_id_t n, bool
     const char* approximate = NULL;
     stax_node_t* erf = stax_pass_producer_op(ctx, activation, STAX_OP_Erf);
     stax_node_t* tanh = stax_pass_producer_op(ctx, activation, STAX_OP_Tanh);
-    if (erf && erf->input_count == 1 && stax_fuse_scaled(ctx, erf->inputs[0], 1.4142135623730951) == x) {
+    if (erf && erf->input_count == 1 &&
+        stax_fuse_scaled(ctx, erf->inputs[0], 1.4142135623730951) == x) {
       approximate = "none";
     } else if (tanh && tanh->input_count == 1 && stax_fuse_tanh_inner(ctx, tanh->inputs[0], x)) {
       approximate = "tanh";
@@ -132,7 +133,8 @@ static stax_status_t stax_fuse_gelu(stax_pass_ctx_t* ctx, stax_node_id_t n, bool
     bool tanh_form = approximate[0] == 't';
     STAX_RETURN_IF_ERROR(stax_pass_rewrite_node(ctx, n, STAX_OP_Gelu, 1, &x, tanh_form ? 1 : 0,
                                                 &attr, out_done));
-    if (*out_done) stax_pass_count(ctx, tanh_form ? "tanh GELU fused into Gelu" : "GELU fused into Gelu");
+    if (*out_done)
+      stax_pass_count(ctx, tanh_form ? "tanh GELU fused into Gelu" : "GELU fused into Gelu");
     return STAX_OK;
   }
   return STAX_OK;
@@ -158,9 +160,8 @@ static stax_value_id_t stax_fuse_mean_last(stax_pass_ctx_t* ctx, stax_value_id_t
   if (count == 1) {
     axis = axes[0];
   } else if (count < 0 && mean->input_count >= 2 && mean->inputs[1] != STAX_VALUE_NONE) {
-    const stax_tensor_t* t = ctx->graph->values[mean->inputs[1]].constant;
     double value = 0;
-    if (!t || !stax_pass_scalar(ctx, mean->inputs[1], &value)) return STAX_VALUE_NONE;
+    if (!stax_pass_scalar(ctx, mean->inputs[1], &value)) return STAX_VALUE_NONE;
     axis = (int64_t)value;
   } else {
     return STAX_VALUE_NONE;

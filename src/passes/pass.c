@@ -5,49 +5,28 @@
 #include <math.h>
 #include <string.h>
 
-static stax_status_t stax_pass_grow(stax_allocator_t allocator, void** array, int32_t* capacity,
-                                    int32_t needed, size_t element) {
-  if (needed <= *capacity && *array) return STAX_OK;
-  int32_t old = *capacity;
-  int32_t size = needed > 0 ? needed : 1;
-  void* grown = NULL;
-  STAX_RETURN_IF_ERROR(stax_allocator_malloc(allocator, (size_t)size * element, &grown));
-  memset(grown, 0, (size_t)size * element);
-  if (*array) {
-    memcpy(grown, *array, (size_t)(old < size ? old : size) * element);
-    stax_allocator_free(allocator, *array, (size_t)(old > 0 ? old : 1) * element);
-  }
-  *array = grown;
-  *capacity = size;
-  return STAX_OK;
-}
-
-static stax_status_t stax_pass_reserve(stax_pass_ctx_t* ctx) {
-  stax_graph_t* g = ctx->graph;
-  if (g->value_count > ctx->value_capacity || !ctx->uses) {
-    int32_t capacity = ctx->value_capacity;
-    STAX_RETURN_IF_ERROR(stax_pass_grow(g->allocator, (void**)&ctx->uses, &capacity,
-                                        g->value_count, sizeof(int32_t)));
-    capacity = ctx->value_capacity;
-    STAX_RETURN_IF_ERROR(stax_pass_grow(g->allocator, (void**)&ctx->pinned, &capacity,
-                                        g->value_count, sizeof(bool)));
-    ctx->value_capacity = capacity;
-  }
-  if (g->node_count > ctx->node_capacity || !ctx->dead) {
-    STAX_RETURN_IF_ERROR(stax_pass_grow(g->allocator, (void**)&ctx->dead, &ctx->node_capacity,
-                                        g->node_count, sizeof(bool)));
-  }
-  return STAX_OK;
-}
-
+/* A pass never adds values or nodes (rewrites happen in place), so the per-value and per-node
+ * arrays are sized once. */
 stax_status_t stax_pass_ctx_init(stax_pass_ctx_t* ctx, stax_graph_t* graph) {
   memset(ctx, 0, sizeof(*ctx));
   ctx->graph = graph;
-  STAX_RETURN_IF_ERROR(stax_pass_reserve(ctx));
-  return stax_pass_refresh_uses(ctx);
+  ctx->value_capacity = graph->value_count > 0 ? graph->value_count : 1;
+  ctx->node_capacity = graph->node_count > 0 ? graph->node_count : 1;
+  stax_status_t status = stax_allocator_calloc(graph->allocator, (size_t)ctx->value_capacity,
+                                               sizeof(int32_t), (void**)&ctx->uses);
+  if (status == STAX_OK)
+    status = stax_allocator_calloc(graph->allocator, (size_t)ctx->value_capacity, sizeof(bool),
+                                   (void**)&ctx->pinned);
+  if (status == STAX_OK)
+    status = stax_allocator_calloc(graph->allocator, (size_t)ctx->node_capacity, sizeof(bool),
+                                   (void**)&ctx->dead);
+  if (status == STAX_OK) status = stax_pass_refresh_uses(ctx);
+  if (status != STAX_OK) stax_pass_ctx_deinit(ctx);
+  return status;
 }
 
 void stax_pass_ctx_deinit(stax_pass_ctx_t* ctx) {
+  if (!ctx->graph) return;
   stax_allocator_t a = ctx->graph->allocator;
   if (ctx->uses) stax_allocator_free(a, ctx->uses, (size_t)ctx->value_capacity * sizeof(int32_t));
   if (ctx->pinned) stax_allocator_free(a, ctx->pinned, (size_t)ctx->value_capacity * sizeof(bool));
@@ -85,22 +64,25 @@ void stax_graph_count_uses(const stax_graph_t* graph, const bool* dead, int32_t*
 }
 
 stax_status_t stax_pass_refresh_uses(stax_pass_ctx_t* ctx) {
-  STAX_RETURN_IF_ERROR(stax_pass_reserve(ctx));
   stax_graph_count_uses(ctx->graph, ctx->dead, ctx->uses, ctx->pinned);
   ctx->uses_valid = true;
   return STAX_OK;
 }
 
-void stax_pass_count(stax_pass_ctx_t* ctx, const char* label) {
-  ctx->changes++;
-  ctx->uses_valid = false;
+void stax_pass_tally_add(stax_pass_tally_t* tally, const char* label, int32_t count) {
   for (int32_t k = 0; k < STAX_PASS_TALLY_MAX; k++) {
-    if (ctx->tally.label[k] == NULL) ctx->tally.label[k] = label;
-    if (ctx->tally.label[k] == label || strcmp(ctx->tally.label[k], label) == 0) {
-      ctx->tally.count[k]++;
+    if (tally->label[k] == NULL) tally->label[k] = label;
+    if (tally->label[k] == label || strcmp(tally->label[k], label) == 0) {
+      tally->count[k] += count;
       return;
     }
   }
+}
+
+void stax_pass_count(stax_pass_ctx_t* ctx, const char* label) {
+  ctx->changes++;
+  ctx->uses_valid = false;
+  stax_pass_tally_add(&ctx->tally, label, 1);
 }
 
 stax_node_t* stax_pass_producer(stax_pass_ctx_t* ctx, stax_value_id_t v) {
@@ -120,12 +102,13 @@ bool stax_pass_same_type(stax_pass_ctx_t* ctx, stax_value_id_t a, stax_value_id_
   const stax_value_t* y = &ctx->graph->values[b];
   if (x->dtype != y->dtype || x->rank != y->rank) return false;
   for (int32_t d = 0; d < x->rank; d++)
-    if (x->dims[d] != y->dims[d] && !stax_dim_known_equal(ctx->graph->shape, x->dims[d], y->dims[d]))
+    if (x->dims[d] != y->dims[d] &&
+        !stax_dim_known_equal(ctx->graph->shape, x->dims[d], y->dims[d]))
       return false;
   return true;
 }
 
-/* Element i of a contiguous-or-strided constant as double; false for non-numeric dtypes. */
+/* Element i (row-major) of a constant of any layout, as double. */
 static bool stax_pass_element(const stax_tensor_t* t, int64_t i, double* out) {
   int32_t rank = stax_tensor_rank(t);
   const int64_t* dims = stax_tensor_dims(t);
@@ -136,36 +119,12 @@ static bool stax_pass_element(const stax_tensor_t* t, int64_t i, double* out) {
     offset += (rest % extent) * strides[d];
     rest /= extent;
   }
-  const unsigned char* base = stax_tensor_data(t);
   stax_dtype_t dtype = stax_tensor_dtype(t);
-  const unsigned char* p = base + offset * (int64_t)stax_dtype_size(dtype);
-  switch (dtype) {
-#define STAX_PASS_READ(code, type)  \
-  case code: {                      \
-    type x;                         \
-    memcpy(&x, p, sizeof(x));       \
-    *out = (double)x;               \
-    return true;                    \
-  }
-    STAX_PASS_READ(STAX_DTYPE_FLOAT32, float)
-    STAX_PASS_READ(STAX_DTYPE_FLOAT64, double)
-    STAX_PASS_READ(STAX_DTYPE_INT64, int64_t)
-    STAX_PASS_READ(STAX_DTYPE_INT32, int32_t)
-    STAX_PASS_READ(STAX_DTYPE_INT16, int16_t)
-    STAX_PASS_READ(STAX_DTYPE_INT8, int8_t)
-    STAX_PASS_READ(STAX_DTYPE_UINT8, uint8_t)
-#undef STAX_PASS_READ
-    case STAX_DTYPE_FLOAT16:
-    case STAX_DTYPE_BFLOAT16: {
-      uint16_t bits;
-      memcpy(&bits, p, sizeof(bits));
-      *out = dtype == STAX_DTYPE_FLOAT16 ? (double)stax_f16_to_f32(bits)
-                                         : (double)stax_bf16_to_f32(bits);
-      return true;
-    }
-    default:
-      return false;
-  }
+  size_t size = stax_dtype_size(dtype);
+  if (size == 0) return false;
+  const unsigned char* element = (const unsigned char*)stax_tensor_data(t) + offset * (int64_t)size;
+  stax_convert_elements(dtype, element, STAX_DTYPE_FLOAT64, out, 1);
+  return true;
 }
 
 bool stax_pass_scalar(stax_pass_ctx_t* ctx, stax_value_id_t v, double* out_value) {
@@ -233,6 +192,10 @@ stax_status_t stax_pass_rewrite_node(stax_pass_ctx_t* ctx, stax_node_id_t id, st
       input_count < stax_op_min_inputs(op) ||
       (stax_op_max_inputs(op) >= 0 && input_count > stax_op_max_inputs(op)))
     return STAX_OK;
+  enum { kMaxOutputs = 8 };
+  if (node->output_count > kMaxOutputs) return STAX_OK;
+  for (int32_t k = 0; k < node->output_count; k++)
+    if (g->values[node->outputs[k]].constant) return STAX_OK; /* folded already */
   stax_node_attr_t* new_attrs = NULL;
   stax_status_t status = stax_node_attrs_copy(g, op, node->name, attr_count, attrs, &new_attrs);
   if (status != STAX_OK) {
@@ -245,13 +208,8 @@ stax_status_t stax_pass_rewrite_node(stax_pass_ctx_t* ctx, stax_node_id_t id, st
                                            (size_t)input_count * sizeof(stax_value_id_t), &copy));
   /* Keep what the node and its outputs were, to restore them when the new form disagrees. */
   stax_node_t saved = *node;
-  enum { kMaxOutputs = 8 };
-  if (node->output_count > kMaxOutputs) return STAX_OK;
   stax_value_t saved_values[kMaxOutputs];
-  for (int32_t k = 0; k < node->output_count; k++) {
-    saved_values[k] = g->values[node->outputs[k]];
-    if (saved_values[k].constant) return STAX_OK; /* folded already */
-  }
+  for (int32_t k = 0; k < node->output_count; k++) saved_values[k] = g->values[node->outputs[k]];
   node->op = op;
   node->input_count = input_count;
   node->inputs = copy;

@@ -38,7 +38,10 @@ STAX_MUST_USE stax_status_t stax_pass_refresh_uses(stax_pass_ctx_t* ctx);
 void stax_graph_count_uses(const stax_graph_t* graph, const bool* dead, int32_t* uses,
                            bool* pinned);
 
-/* Records one rewrite under `label` (a static string). */
+/* Adds `count` under `label` (a static string); labels past STAX_PASS_TALLY_MAX are dropped
+ * from the detail text, not from the change count. */
+void stax_pass_tally_add(stax_pass_tally_t* tally, const char* label, int32_t count);
+/* Records one rewrite under `label`. */
 void stax_pass_count(stax_pass_ctx_t* ctx, const char* label);
 
 /* The node producing v (live), or NULL for inputs, constants and dead producers. */

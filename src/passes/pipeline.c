@@ -44,7 +44,8 @@ stax_pass_t stax_pass_from_name(const char* name) {
 }
 
 stax_status_t stax_pass_parse_list(const char* list, uint32_t* out_bits) {
-  if (!out_bits) return stax_status_make(STAX_INVALID_ARGUMENT, "stax_pass_parse_list: out_bits is NULL");
+  if (!out_bits)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_pass_parse_list: out_bits is NULL");
   *out_bits = 0;
   if (!list) return STAX_OK;
   uint32_t bits = 0;
@@ -82,7 +83,7 @@ stax_status_t stax_pass_parse_list(const char* list, uint32_t* out_bits) {
   return STAX_OK;
 }
 
-/* ---- the log ---------------------------------------------------------------------------------- */
+/* ---- the log ------------------------------------------------------------------------------- */
 
 void stax_pass_log_free(stax_pass_log_t* log) {
   if (!log) return;
@@ -91,7 +92,8 @@ void stax_pass_log_free(stax_pass_log_t* log) {
       stax_allocator_free(log->allocator, (void*)log->entries[k].detail,
                           strlen(log->entries[k].detail) + 1);
   if (log->entries)
-    stax_allocator_free(log->allocator, log->entries, (size_t)log->capacity * sizeof(log->entries[0]));
+    stax_allocator_free(log->allocator, log->entries,
+                        (size_t)log->capacity * sizeof(log->entries[0]));
   stax_allocator_free(log->allocator, log, sizeof(*log));
 }
 
@@ -128,7 +130,7 @@ static stax_status_t stax_pass_log_add(stax_pass_log_t* log, const stax_pass_rep
   return STAX_OK;
 }
 
-/* ---- running ------------------------------------------------------------------------------------ */
+/* ---- running ------------------------------------------------------------------------------- */
 
 static int32_t stax_pipeline_node_count(const stax_graph_t* graph) {
   int32_t count = graph->node_count;
@@ -149,15 +151,8 @@ static stax_status_t stax_pipeline_run_pass(stax_graph_t* graph, stax_pass_t pas
   stax_status_t status = kPassFns[pass](&ctx);
   if (status == STAX_OK) stax_pass_compact(&ctx);
   *changes += ctx.changes;
-  for (int32_t k = 0; k < STAX_PASS_TALLY_MAX && ctx.tally.label[k]; k++) {
-    for (int32_t j = 0; j < STAX_PASS_TALLY_MAX; j++) {
-      if (tally->label[j] == NULL) tally->label[j] = ctx.tally.label[k];
-      if (strcmp(tally->label[j], ctx.tally.label[k]) == 0) {
-        tally->count[j] += ctx.tally.count[k];
-        break;
-      }
-    }
-  }
+  for (int32_t k = 0; k < STAX_PASS_TALLY_MAX && ctx.tally.label[k]; k++)
+    stax_pass_tally_add(tally, ctx.tally.label[k], ctx.tally.count[k]);
   stax_pass_ctx_deinit(&ctx);
   if (status != STAX_OK) return status;
   for (stax_node_id_t n = 0; n < graph->node_count; n++) {
@@ -179,7 +174,8 @@ uint32_t stax_pipeline_env_disabled(void) {
   stax_status_t status = stax_pass_parse_list(env, &bits);
   if (status != STAX_OK) {
     static _Atomic int warned = 0;
-    if (!warned++) fprintf(stderr, "stax: STAX_DISABLE_PASSES ignored: %s\n", stax_status_message(status));
+    if (!warned++)
+      fprintf(stderr, "stax: STAX_DISABLE_PASSES ignored: %s\n", stax_status_message(status));
     stax_status_free(status);
     return 0;
   }

@@ -10,9 +10,19 @@
  * (broadcasting against the constant must not grow it). */
 #include "passes/pass.h"
 
-static bool stax_simplify_is_float(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT32 || dtype == STAX_DTYPE_FLOAT64 ||
-         dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
+/* `a op b` is a when b is a constant whose every element is `neutral` (and, for a commutative
+ * op, b when a is), provided the survivor already has the output's dtype and shape.
+ * `sign_of_zero`: a zero neutral must match in sign too. */
+static stax_value_id_t stax_simplify_neutral(stax_pass_ctx_t* ctx, stax_value_id_t a,
+                                             stax_value_id_t b, stax_value_id_t out,
+                                             double neutral, bool sign_of_zero,
+                                             bool commutative) {
+  if (stax_pass_constant_all(ctx, b, neutral, sign_of_zero) && stax_pass_same_type(ctx, a, out))
+    return a;
+  if (commutative && stax_pass_constant_all(ctx, a, neutral, sign_of_zero) &&
+      stax_pass_same_type(ctx, b, out))
+    return b;
+  return STAX_VALUE_NONE;
 }
 
 /* Binary identities: the operand that survives, or NONE. */
@@ -21,29 +31,15 @@ static stax_value_id_t stax_simplify_binary(stax_pass_ctx_t* ctx, const stax_nod
       node->inputs[1] == STAX_VALUE_NONE)
     return STAX_VALUE_NONE;
   stax_value_id_t a = node->inputs[0], b = node->inputs[1], out = node->outputs[0];
-  bool is_float = stax_simplify_is_float(ctx->graph->values[out].dtype);
+  bool is_float = stax_dtype_is_float(ctx->graph->values[out].dtype);
   switch (node->op) {
-    case STAX_OP_Mul:
-      if (stax_pass_constant_all(ctx, b, 1.0, false) && stax_pass_same_type(ctx, a, out)) return a;
-      if (stax_pass_constant_all(ctx, a, 1.0, false) && stax_pass_same_type(ctx, b, out)) return b;
-      return STAX_VALUE_NONE;
-    case STAX_OP_Div:
-      if (stax_pass_constant_all(ctx, b, 1.0, false) && stax_pass_same_type(ctx, a, out)) return a;
-      return STAX_VALUE_NONE;
+    case STAX_OP_Mul: return stax_simplify_neutral(ctx, a, b, out, 1.0, false, true);
+    case STAX_OP_Div: return stax_simplify_neutral(ctx, a, b, out, 1.0, false, false);
+    /* Floats: only -0.0 is neutral for +, since -0.0 + 0.0 is +0.0. */
     case STAX_OP_Add:
-      if (is_float) {
-        if (stax_pass_constant_all(ctx, b, -0.0, true) && stax_pass_same_type(ctx, a, out)) return a;
-        if (stax_pass_constant_all(ctx, a, -0.0, true) && stax_pass_same_type(ctx, b, out)) return b;
-        return STAX_VALUE_NONE;
-      }
-      if (stax_pass_constant_all(ctx, b, 0.0, false) && stax_pass_same_type(ctx, a, out)) return a;
-      if (stax_pass_constant_all(ctx, a, 0.0, false) && stax_pass_same_type(ctx, b, out)) return b;
-      return STAX_VALUE_NONE;
-    case STAX_OP_Sub:
-      if (stax_pass_constant_all(ctx, b, 0.0, is_float) && stax_pass_same_type(ctx, a, out)) return a;
-      return STAX_VALUE_NONE;
-    default:
-      return STAX_VALUE_NONE;
+      return stax_simplify_neutral(ctx, a, b, out, is_float ? -0.0 : 0.0, is_float, true);
+    case STAX_OP_Sub: return stax_simplify_neutral(ctx, a, b, out, 0.0, is_float, false);
+    default: return STAX_VALUE_NONE;
   }
 }
 

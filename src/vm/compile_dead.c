@@ -61,7 +61,8 @@ stax_status_t stax_vm_compiler_remove_dead(stax_vm_compiler_t* c, int32_t* out_r
   bool* read = NULL;
   bool* dead = NULL;
   int32_t* map = NULL;
-  STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(c->allocator, (size_t)registers, 1, (void**)&read),
+  STAX_GOTO_IF_ERROR(status,
+                     stax_allocator_calloc(c->allocator, (size_t)registers, 1, (void**)&read),
                      cleanup);
   STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(c->allocator, (size_t)n, 1, (void**)&dead),
                      cleanup);
@@ -90,7 +91,8 @@ stax_status_t stax_vm_compiler_remove_dead(stax_vm_compiler_t* c, int32_t* out_r
   for (int32_t i = 0; i < n; i++)
     if (!dead[i]) c->instruction_scope[map[i]] = c->instruction_scope[i];
   for (int32_t s = 0; s < c->scope_count; s++)
-    if (c->scopes[s].exit >= 0 && c->scopes[s].exit <= n) c->scopes[s].exit = map[c->scopes[s].exit];
+    if (c->scopes[s].exit >= 0 && c->scopes[s].exit <= n)
+      c->scopes[s].exit = map[c->scopes[s].exit];
   *out_removed = removed;
 cleanup:
   if (map) stax_allocator_free(c->allocator, map, (size_t)(n + 1) * sizeof(int32_t));
