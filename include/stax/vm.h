@@ -220,6 +220,12 @@ void stax_program_jit_drain(const stax_program_t* program);
 STAX_MUST_USE stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out);
 /* Makes kernels compiled from now on keep their generated code for inspection. */
 void stax_program_jit_keep_sources(stax_program_t* program);
+/* The folder of the on-disk kernel cache (docs/jit.md, "Object cache") that this program's
+ * compiles from now on use: NULL for the environment's (STAX_JIT_CACHE_DIR, STAX_JIT_CACHE=0,
+ * else ~/.cache/stax/jit), "" for no on-disk cache. INVALID_ARGUMENT for a path of 1024
+ * bytes or more. */
+STAX_MUST_USE stax_status_t stax_program_jit_set_cache_dir(stax_program_t* program,
+                                                           const char* dir);
 /* Writes the generated code (LLVM IR, or assembly) of every kernel compiled since
  * stax_program_jit_keep_sources, segment by segment. */
 STAX_MUST_USE stax_status_t stax_program_jit_sources(stax_program_t* program, bool assembly,

@@ -140,6 +140,9 @@ typedef struct stax_jit_compile_options_t {
    * when it is not there, with nothing compiled (the VM tier probes so before queueing a
    * background compile, so a new process starts compiled when its kernels are cached). */
   bool cache_only;
+  /* The on-disk object cache's folder for this compile: NULL for the environment's
+   * (STAX_JIT_CACHE_DIR, STAX_JIT_CACHE=0, else ~/.cache/stax/jit), "" for no cache. */
+  const char* cache_dir;
 } stax_jit_compile_options_t;
 
 typedef struct stax_jit_kernel_s stax_jit_kernel_t;

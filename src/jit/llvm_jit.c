@@ -276,13 +276,21 @@ static const char* pipeline(const stax_kir_kernel_t* kernel) {
   return kernel->rows_generic || kernel->symbolic ? "default<O2>" : "default<O3>";
 }
 
+/* The object cache's folder for a compile: the one its options name ("" for none), else the
+ * environment's. */
+static bool cache_folder(const stax_jit_compile_options_t* options, char* dir, size_t size) {
+  if (!options || !options->cache_dir) return stax_jit_cache_dir(dir, size);
+  int n = snprintf(dir, size, "%s", options->cache_dir);
+  return n > 0 && (size_t)n < size;
+}
+
 /* The cache key: everything the machine code depends on, spelled out (object_cache.h). NULL
  * when the cache is off or unusable for this compile (texts asked for: they need the IR;
  * an injected failure; an unknown build). */
 static char* cache_key(const llvm_backend_t* b, const stax_kir_kernel_t* kernel,
                        const stax_jit_compile_options_t* options, char* dir, size_t dir_size) {
   if ((options && (options->keep_llvm_ir || options->keep_assembly)) ||
-      !stax_jit_cache_dir(dir, dir_size) || stax_jit_build_identity() == 0)
+      !cache_folder(options, dir, dir_size) || stax_jit_build_identity() == 0)
     return NULL;
   char* ir = NULL;
   stax_status_t printed = stax_kir_print(kernel, stax_allocator_system(), &ir);

@@ -723,12 +723,21 @@ fail:
   return status;
 }
 
+/* The program's object cache folder, copied (under the lock) into `buffer` for a compile that
+ * runs unlocked: NULL for the environment's. */
+static const char* jit_cache_dir_copy(const jit_cache* cache,
+                                      char buffer[STAX_VM_JIT_CACHE_DIR_MAX]) {
+  if (!cache->cache_dir_set) return NULL;
+  memcpy(buffer, cache->cache_dir, STAX_VM_JIT_CACHE_DIR_MAX);
+  return buffer;
+}
+
 /* Compiles group g of a version into *out_kernel: NULL (and OK) when the group is left to
  * the interpreter: dead shape arithmetic, or not fusible while other groups may be. Runs
  * without the cache lock (compiles are slow; the backend serializes its own LLVM use). */
 static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_desc* descs,
                                        int32_t count, int32_t g, bool keep_texts, bool cache_only,
-                                       stax_jit_kernel_t** out_kernel) {
+                                       const char* cache_dir, stax_jit_kernel_t** out_kernel) {
   *out_kernel = NULL;
   /* Nothing it computes is used after it (dead shape arithmetic): interpreted. */
   if (descs[g].group.output_count < 1 && count > 1) return STAX_OK;
@@ -737,7 +746,7 @@ static stax_status_t jit_compile_group(stax_jit_backend_t* backend, const jit_de
                      : stax_status_make(STAX_UNIMPLEMENTED, "group %s is left to another version",
                                         descs[g].name);
   stax_jit_compile_options_t options = {.keep_llvm_ir = keep_texts, .keep_assembly = keep_texts,
-                                        .cache_only = cache_only};
+                                        .cache_only = cache_only, .cache_dir = cache_dir};
   stax_status_t status = stax_jit_compile_group(backend, &descs[g].group, &options, out_kernel);
   if (stax_status_code(status) == STAX_UNIMPLEMENTED && descs[g].symbolic_values) {
     /* The rows-generic lowering refused (a row kernel's reduced axis is open): symbolic. */
@@ -778,13 +787,15 @@ static void jit_note_refused(jit_plan* plan, const jit_desc* descs, int32_t coun
 /* cache_only: load every kernel from the object cache or fail (FAILED_PRECONDITION) having
  * compiled nothing. */
 static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep_texts,
-                                 bool cache_only, stax_jit_kernel_t** kernels, double* out_ms) {
+                                 bool cache_only, const char* cache_dir,
+                                 stax_jit_kernel_t** kernels, double* out_ms) {
   double start = jit_now_ms();
   stax_jit_backend_t* backend = NULL;
   stax_status_t status = stax_jit_backend_get(&backend);
   int32_t compiled = 0;
   for (int32_t g = 0; g < count && !status; g++) {
-    status = jit_compile_group(backend, descs, count, g, keep_texts, cache_only, &kernels[g]);
+    status = jit_compile_group(backend, descs, count, g, keep_texts, cache_only, cache_dir,
+                               &kernels[g]);
     if (!status && kernels[g]) compiled++;
   }
   if (!status && compiled == 0)
@@ -935,6 +946,8 @@ static void* jit_thread_main(void* arg) {
     if (!cache->head) cache->tail = NULL;
     cache->busy++;
     bool keep_texts = cache->keep_texts; /* read under the lock; stax source / k.source */
+    char dir_buffer[STAX_VM_JIT_CACHE_DIR_MAX];
+    const char* cache_dir = jit_cache_dir_copy(cache, dir_buffer);
     pthread_mutex_unlock(&cache->lock);
     jit_set_priority(&priority, job->generic);
     double start = jit_now_ms();
@@ -949,7 +962,7 @@ static void* jit_thread_main(void* arg) {
       int32_t g = order[i];
       stax_jit_kernel_t* kernel = NULL;
       status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, false,
-                                 &kernel);
+                                 cache_dir, &kernel);
       if (status && compiled > 0) {
         /* Later groups failing keeps what landed: this one is interpreted. */
         STAX_LOG(JIT, "group %s interpreted: %s", job->descs[g].name, stax_status_message(status));
@@ -1085,8 +1098,10 @@ static bool jit_request_from_cache(jit_cache* cache, int32_t s, jit_version* ver
   }
   memcpy(sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
   double ms = 0;
+  char dir_buffer[STAX_VM_JIT_CACHE_DIR_MAX];
+  const char* cache_dir = jit_cache_dir_copy(cache, dir_buffer);
   pthread_mutex_unlock(&cache->lock);
-  stax_status_t status = jit_compile(descs, group_count, false, true, kernels, &ms);
+  stax_status_t status = jit_compile(descs, group_count, false, true, cache_dir, kernels, &ms);
   pthread_mutex_lock(&cache->lock);
   bool loaded = status == STAX_OK;
   if (loaded) {
@@ -1129,10 +1144,13 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     int32_t group_count = plan->group_count;
     if (sig) memcpy(sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
     bool keep_texts = cache->keep_texts;
+    char dir_buffer[STAX_VM_JIT_CACHE_DIR_MAX];
+    const char* cache_dir = jit_cache_dir_copy(cache, dir_buffer);
     /* Unlocked while compiling: other contexts keep interpreting; ver may move. */
     pthread_mutex_unlock(&cache->lock);
-    status = sig && kernels ? jit_compile(descs, group_count, keep_texts, false, kernels, &ms)
-                            : stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile");
+    status = sig && kernels
+                 ? jit_compile(descs, group_count, keep_texts, false, cache_dir, kernels, &ms)
+                 : stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile");
     pthread_mutex_lock(&cache->lock);
     if (sig) {
       jit_finish(cache, s, hash, sig, sig_count, kernels, status, ms, cache->max_versions);

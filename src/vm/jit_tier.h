@@ -40,6 +40,7 @@ void stax_vm_jit_run_end(struct stax_context_s* ctx);
 /* For `stax source`: make later compiles keep their LLVM IR and assembly, then print every
  * compiled kernel's text (run the program in sync mode in between). */
 void stax_vm_jit_keep_texts(struct stax_program_s* program);
+stax_status_t stax_vm_jit_set_cache_dir(struct stax_program_s* program, const char* dir);
 STAX_MUST_USE stax_status_t stax_vm_jit_print_sources(struct stax_program_s* program,
                                                       bool assembly, FILE* out);
 

@@ -122,6 +122,8 @@ typedef struct jit_job {
   jit_desc* descs;
 } jit_job;
 
+enum { STAX_VM_JIT_CACHE_DIR_MAX = 1024 };
+
 typedef struct stax_vm_jit_cache_s {
   pthread_mutex_t lock;
   pthread_cond_t work, idle;
@@ -133,6 +135,10 @@ typedef struct stax_vm_jit_cache_s {
   int32_t max_versions; /* the cap of the latest requester (background jobs use it) */
   bool thread_started, stop;
   bool keep_texts; /* `stax source`: compiles keep LLVM IR and assembly */
+  /* The object cache folder the program's compiles use (stax_program_jit_set_cache_dir):
+   * unset, the environment's; set and empty, none. */
+  bool cache_dir_set;
+  char cache_dir[STAX_VM_JIT_CACHE_DIR_MAX];
   int32_t busy;
   /* Calls (stax_context_run) by how they ran: every lowerable group a kernel, some, none. */
   uint64_t calls_compiled, calls_partial, calls_interpreted;

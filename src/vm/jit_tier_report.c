@@ -219,6 +219,20 @@ void stax_vm_jit_keep_texts(stax_program_t* program) {
   pthread_mutex_unlock(&cache->lock);
 }
 
+stax_status_t stax_vm_jit_set_cache_dir(stax_program_t* program, const char* dir) {
+  if (dir && strlen(dir) >= STAX_VM_JIT_CACHE_DIR_MAX)
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "jit cache folder \"%.64s...\" is %zu bytes long, over the %d "
+                            "allowed", dir, strlen(dir), STAX_VM_JIT_CACHE_DIR_MAX - 1);
+  jit_cache* cache = stax_vm_jit_cache_get(program);
+  if (!cache) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: program cache");
+  pthread_mutex_lock(&cache->lock);
+  cache->cache_dir_set = dir != NULL;
+  snprintf(cache->cache_dir, sizeof(cache->cache_dir), "%s", dir ? dir : "");
+  pthread_mutex_unlock(&cache->lock);
+  return STAX_OK;
+}
+
 stax_status_t stax_vm_jit_print_sources(stax_program_t* program, bool assembly, FILE* out) {
   jit_cache* cache = atomic_load(&program->jit_cache);
   int32_t printed = 0;
@@ -258,6 +272,10 @@ stax_status_t stax_vm_jit_print_sources(stax_program_t* program, bool assembly, 
 /* ---- public wrappers (include/stax/vm.h) --------------------------------------------------- */
 
 void stax_program_jit_keep_sources(stax_program_t* program) { stax_vm_jit_keep_texts(program); }
+
+stax_status_t stax_program_jit_set_cache_dir(stax_program_t* program, const char* dir) {
+  return stax_vm_jit_set_cache_dir(program, dir);
+}
 
 stax_status_t stax_program_jit_sources(stax_program_t* program, bool assembly, FILE* out) {
   return stax_vm_jit_print_sources(program, assembly, out);
