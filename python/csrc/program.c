@@ -22,6 +22,7 @@ enum {
   CALL_DICT = 1,   /* {output name: array} */
   CALL_TENSOR = 2, /* a tuple of stax Tensors */
   CALL_TUPLE = 3,  /* always a tuple of arrays (compile([out])) */
+  CALL_TENSOR_DICT = 4, /* {output name: stax Tensor} (models with numpy=False) */
   CALL_MODE_COUNT
 };
 
@@ -54,6 +55,7 @@ typedef struct {
   PyObject* output_shapes;
   uint8_t* output_readonly;
   int call_mode;
+  stax_threadpool_t* own_pool; /* configure(num_threads=n): this program's pool, else NULL */
 } StaxProgramObject;
 
 static stax_allocator_t program_alloc(void) { return stax_allocator_system(); }
@@ -302,6 +304,8 @@ PyObject* stax_py_load_program(PyObject* module, PyObject* args, PyObject* kwarg
 static void program_dealloc(StaxProgramObject* self) {
   /* No call can be running: each holds a reference to the program object. */
   for (int32_t i = 0; i < self->all_count; i++) stax_context_destroy(self->all[i]);
+  /* After its contexts: they run on it. */
+  if (self->own_pool) stax_threadpool_destroy(self->own_pool);
   free(self->all);
   free(self->idle);
   if (self->program) {
@@ -453,65 +457,70 @@ static int program_check_input(StaxProgramObject* self, int32_t i, const stax_te
   return 0;
 }
 
+/* The outputs as Python objects: `select` (count entries, indices into the outputs, repeats
+ * allowed; NULL: every output in order) says which, in which order. Every output is
+ * released. */
 static PyObject* program_outputs_to_python(StaxProgramObject* self, stax_tensor_t** outputs,
-                                           int mode) {
+                                           int mode, const int32_t* select, int32_t count) {
   int32_t n = self->output_count;
-  PyObject* items = PyTuple_New(n);
-  if (!items) {
-    for (int32_t o = 0; o < n; o++) stax_tensor_release(outputs[o]);
-    return NULL;
-  }
+  PyObject* result = NULL;
+  PyObject* wrapped = PyTuple_New(n); /* Tensor objects, one per output */
+  PyObject* items = NULL;
+  if (!wrapped) goto cleanup;
   for (int32_t o = 0; o < n; o++) {
     PyObject* tensor = stax_py_tensor_new(outputs[o], self->output_readonly[o]);
-    outputs[o] = NULL;
-    if (!tensor) {
-      for (int32_t k = o + 1; k < n; k++) stax_tensor_release(outputs[k]);
-      Py_DECREF(items);
-      return NULL;
-    }
-    if (mode != CALL_TENSOR && stax_py_hook_asarray &&
+    outputs[o] = NULL; /* stolen, also on failure */
+    if (!tensor) goto cleanup;
+    PyTuple_SET_ITEM(wrapped, o, tensor);
+  }
+  if (!select) count = n;
+  items = PyTuple_New(count);
+  if (!items) goto cleanup;
+  int tensors = mode == CALL_TENSOR || mode == CALL_TENSOR_DICT;
+  for (int32_t k = 0; k < count; k++) {
+    int32_t o = select ? select[k] : k;
+    PyObject* tensor = PyTuple_GET_ITEM(wrapped, o);
+    PyObject* item = tensor;
+    if (!tensors && stax_py_hook_asarray &&
         stax_py_dtype_format(stax_tensor_dtype(((StaxTensorObject*)tensor)->tensor))) {
-      PyObject* array = PyObject_CallOneArg(stax_py_hook_asarray, tensor);
-      Py_DECREF(tensor);
-      if (!array) {
-        for (int32_t k = o + 1; k < n; k++) stax_tensor_release(outputs[k]);
-        Py_DECREF(items);
-        return NULL;
-      }
-      tensor = array;
+      item = PyObject_CallOneArg(stax_py_hook_asarray, tensor);
+      if (!item) goto cleanup;
+    } else {
+      Py_INCREF(item);
     }
-    PyTuple_SET_ITEM(items, o, tensor);
+    PyTuple_SET_ITEM(items, k, item);
   }
-  if (mode == CALL_DICT) {
+  if (mode == CALL_DICT || mode == CALL_TENSOR_DICT) {
     PyObject* dict = PyDict_New();
-    if (!dict) {
-      Py_DECREF(items);
-      return NULL;
-    }
-    for (int32_t o = 0; o < n; o++) {
+    if (!dict) goto cleanup;
+    for (int32_t k = 0; k < count; k++) {
+      int32_t o = select ? select[k] : k;
       if (PyDict_SetItem(dict, PyTuple_GET_ITEM(self->output_names, o),
-                         PyTuple_GET_ITEM(items, o)) < 0) {
+                         PyTuple_GET_ITEM(items, k)) < 0) {
         Py_DECREF(dict);
-        Py_DECREF(items);
-        return NULL;
+        goto cleanup;
       }
     }
-    Py_DECREF(items);
-    return dict;
+    result = dict;
+  } else if (mode == CALL_NUMPY && count == 1 && !select) {
+    result = PyTuple_GET_ITEM(items, 0);
+    Py_INCREF(result);
+  } else {
+    result = items;
+    items = NULL;
   }
-  if (mode == CALL_NUMPY && n == 1) {
-    PyObject* single = PyTuple_GET_ITEM(items, 0);
-    Py_INCREF(single);
-    Py_DECREF(items);
-    return single;
-  }
-  return items;
+cleanup:
+  for (int32_t o = 0; o < n; o++) stax_tensor_release(outputs[o]); /* NULL-safe: not wrapped */
+  Py_XDECREF(items);
+  Py_XDECREF(wrapped);
+  return result;
 }
 
 #define PROGRAM_STACK_IO 16
 
 static PyObject* program_execute(StaxProgramObject* self, PyObject* const* args,
-                                 Py_ssize_t nargs, PyObject* kwargs, int mode) {
+                                 Py_ssize_t nargs, PyObject* kwargs, int mode,
+                                 const int32_t* select, int32_t select_count) {
   int32_t n_in = self->input_count, n_out = self->output_count;
   PyObject* ordered_stack[PROGRAM_STACK_IO];
   stax_tensor_t* inputs_stack[PROGRAM_STACK_IO];
@@ -546,7 +555,7 @@ static PyObject* program_execute(StaxProgramObject* self, PyObject* const* args,
     stax_py_raise(status, NULL);
     goto cleanup;
   }
-  result = program_outputs_to_python(self, outputs, mode);
+  result = program_outputs_to_python(self, outputs, mode, select, select_count);
 cleanup:
   for (int32_t i = 0; i < converted; i++) stax_tensor_release(inputs[i]);
   if (ordered != ordered_stack) free(ordered);
@@ -557,22 +566,123 @@ cleanup:
 
 static PyObject* program_call(StaxProgramObject* self, PyObject* args, PyObject* kwargs) {
   return program_execute(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), kwargs,
-                         self->call_mode);
+                         self->call_mode, NULL, 0);
 }
 
-/* run(inputs, mode) with inputs a sequence (positional) or a mapping (by name). */
+/* Output indices from a sequence of ints (Python checked the names). */
+static int program_parse_select(StaxProgramObject* self, PyObject* select, int32_t** out_select,
+                                int32_t* out_count) {
+  *out_select = NULL;
+  *out_count = 0;
+  if (select == Py_None) return 0;
+  PyObject* seq = PySequence_Fast(select, "select must be a sequence of output indices");
+  if (!seq) return -1;
+  Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+  int32_t* indices = malloc((size_t)(count ? count : 1) * sizeof(*indices));
+  if (!indices) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t k = 0; k < count; k++) {
+    long index = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, k));
+    if (index == -1 && PyErr_Occurred()) goto fail;
+    if (index < 0 || index >= self->output_count) {
+      PyErr_Format(PyExc_IndexError, "output index %ld out of range (the program has %d outputs)",
+                   index, (int)self->output_count);
+      goto fail;
+    }
+    indices[k] = (int32_t)index;
+  }
+  Py_DECREF(seq);
+  *out_select = indices;
+  *out_count = (int32_t)count;
+  return 0;
+fail:
+  Py_DECREF(seq);
+  free(indices);
+  return -1;
+}
+
+/* run(inputs, mode=0, select=None) with inputs a sequence (positional) or a mapping (by
+ * name); select: output indices to return, in that order (None: all). */
 static PyObject* program_run(StaxProgramObject* self, PyObject* args) {
   PyObject* inputs = NULL;
+  PyObject* select_obj = Py_None;
   int mode = CALL_NUMPY;
-  if (!PyArg_ParseTuple(args, "O|i:run", &inputs, &mode)) return NULL;
+  if (!PyArg_ParseTuple(args, "O|iO:run", &inputs, &mode, &select_obj)) return NULL;
   if (program_check_mode(mode) < 0) return NULL;
-  if (PyDict_Check(inputs)) return program_execute(self, NULL, 0, inputs, mode);
-  PyObject* seq = PySequence_Fast(inputs, "inputs must be a sequence or a dict");
-  if (!seq) return NULL;
-  PyObject* result = program_execute(self, PySequence_Fast_ITEMS(seq),
-                                     PySequence_Fast_GET_SIZE(seq), NULL, mode);
-  Py_DECREF(seq);
+  int32_t* select = NULL;
+  int32_t select_count = 0;
+  if (program_parse_select(self, select_obj, &select, &select_count) < 0) return NULL;
+  PyObject* result = NULL;
+  if (PyDict_Check(inputs)) {
+    result = program_execute(self, NULL, 0, inputs, mode, select, select_count);
+  } else {
+    PyObject* seq = PySequence_Fast(inputs, "inputs must be a sequence or a dict");
+    if (seq) {
+      result = program_execute(self, PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq),
+                               NULL, mode, select, select_count);
+      Py_DECREF(seq);
+    }
+  }
+  free(select);
   return result;
+}
+
+/* configure(num_threads=-1, jit_threshold=0, jit_max_versions=0, jit_verify=False,
+ * jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None): the execution options of the
+ * contexts this program makes (stax_context_options_t), before the first call. num_threads
+ * -1: the process-wide pool; n >= 0: a pool of the program's own (0: one thread per core).
+ * jit_cache_dir: None keeps the environment's folder, "" switches the on-disk cache off. */
+static PyObject* program_configure(StaxProgramObject* self, PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"num_threads", "jit_threshold", "jit_max_versions", "jit_verify",
+                             "jit_tolerance", "jit_generic", "jit_cache_dir", NULL};
+  int num_threads = -1, threshold = 0, max_versions = 0, verify = 0, generic = 0;
+  double tolerance = 0.0;
+  PyObject* cache_dir = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiipdiO:configure", keywords, &num_threads,
+                                   &threshold, &max_versions, &verify, &tolerance, &generic,
+                                   &cache_dir))
+    return NULL;
+  if (threshold < 0 || max_versions < 0 || tolerance < 0 || num_threads < -1 ||
+      generic < STAX_JIT_GENERIC_DEFAULT || generic > STAX_JIT_GENERIC_OFF) {
+    PyErr_SetString(PyExc_ValueError, "configure: a value is out of range");
+    return NULL;
+  }
+  pthread_mutex_lock(&self->lock);
+  int32_t made = self->all_count;
+  pthread_mutex_unlock(&self->lock);
+  if (made > 0 || self->own_pool)
+    return stax_py_raise_code(STAX_FAILED_PRECONDITION,
+                              "configure: the program has run already (or was configured); "
+                              "execution options are set before the first call");
+  if (cache_dir != Py_None) {
+    PyObject* path = NULL;
+    if (!PyUnicode_FSConverter(cache_dir, &path)) return NULL;
+    stax_status_t status = stax_program_jit_set_cache_dir(self->program, PyBytes_AS_STRING(path));
+    Py_DECREF(path);
+    if (status) return stax_py_raise(status, "jit_cache_dir");
+  }
+  if (num_threads >= 0) {
+    stax_threadpool_t* pool = NULL;
+    stax_status_t status = stax_threadpool_create(program_alloc(), num_threads, &pool);
+    if (status) return stax_py_raise(status, "while creating the model's thread pool");
+    self->own_pool = pool;
+    self->options.pool = pool;
+  }
+  self->options.jit_threshold = threshold;
+  self->options.jit_max_versions = max_versions;
+  self->options.jit_verify = verify != 0;
+  self->options.jit_tolerance = tolerance;
+  self->options.jit_generic = (stax_jit_generic_t)generic;
+  Py_RETURN_NONE;
+}
+
+static PyObject* program_get_num_threads(StaxProgramObject* self, void* c) {
+  (void)c;
+  return PyLong_FromLong(stax_threadpool_thread_count(self->own_pool ? self->own_pool
+                                                                     : stax_threadpool_default()));
 }
 
 /* ---- inspection ----------------------------------------------------------------------------- */
@@ -850,13 +960,21 @@ static PyGetSetDef program_getset[] = {
      "Per output: True when it is (a view of) a program constant, returned read-only.", NULL},
     {"jit_mode", (getter)program_get_jit_mode, NULL,
      "The JIT mode of this program's contexts: 0 off, 1 background, 2 sync.", NULL},
+    {"num_threads", (getter)program_get_num_threads, NULL,
+     "Threads of the pool this program's calls run on (its own, or the process-wide one).",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef program_methods[] = {
     {"run", (PyCFunction)program_run, METH_VARARGS,
-     "run(inputs, mode=0): inputs as a sequence or a {name: array} dict; mode 0 numpy (one "
-     "array or a tuple), 1 dict by output name, 2 tuple of stax Tensors."},
+     "run(inputs, mode=0, select=None): inputs as a sequence or a {name: array} dict; mode 0 "
+     "numpy (one array or a tuple), 1 dict by output name, 2 tuple of stax Tensors, 3 tuple of "
+     "arrays, 4 dict of stax Tensors; select: output indices to return, in order."},
+    {"configure", (PyCFunction)(void (*)(void))program_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(num_threads=-1, jit_threshold=0, jit_max_versions=0, jit_verify=False, "
+     "jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None): execution options, before the "
+     "first call."},
     {"disassemble", (PyCFunction)program_disassemble, METH_VARARGS,
      "disassemble(forms=3) -> str: 1 extended form, 2 compact form, 3 both."},
     {"counters", (PyCFunction)program_counters, METH_NOARGS,

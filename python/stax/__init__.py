@@ -32,6 +32,9 @@ from ._expr import Expr, constant, placeholder  # noqa: F401
 from ._kernel import Kernel, Model, TensorInfo, compile, load, load_program, run  # noqa: F401
 from ._ops import *  # noqa: F401,F403 - the op functions
 from ._ops import ops, op  # noqa: F401
+from ._options import Options  # noqa: F401
+from ._session import InferenceSession, get_available_providers  # noqa: F401
+from . import _ops as _ops_module
 
 __version__ = _C.version()
 
@@ -113,3 +116,14 @@ def set_isa_cap(name):
 
 
 dtypes = tuple(name for name, _, _ in _C.dtypes())
+
+
+__all__ = sorted(set(_ops_module.__all__) | {
+    "DtypeError", "Error", "FailedPreconditionError", "InternalError", "InvalidArgumentError",
+    "IoError", "OutOfMemoryError", "OutOfRangeError", "ParseError", "ShapeError", "Tensor",
+    "UnimplementedError", "Dim", "Symbol", "ceildiv", "dim_max", "dim_min", "symbol", "Expr",
+    "constant", "placeholder", "Kernel", "Model", "TensorInfo", "compile", "load",
+    "load_program", "run", "Options", "InferenceSession", "get_available_providers",
+    "from_dlpack", "asarray", "set_num_threads", "num_threads", "PASSES", "build_info", "isa",
+    "set_isa_cap", "dtypes", "__version__",
+})

@@ -5,23 +5,49 @@
 ``__dlpack__``) and get numpy arrays back, without copies in either direction where the
 memory allows. :func:`load` does the same for an ONNX model and returns a :class:`Model`,
 whose calls take and return values by name.
+
+How calls return (one convention per kind of object):
+
+* a :class:`Kernel` (``compile``, ``load_program``): one array, or a tuple for several
+  outputs (always a tuple when ``compile`` was given a list); ``run(..., numpy=False)``: a
+  tuple of :class:`stax.Tensor`;
+* a :class:`Model` (``load``: an ONNX model, or a program saved from one): a dict
+  {output name: array}, or {output name: stax.Tensor} with ``numpy=False``; ``run`` also
+  takes ``output_names`` first, like ONNX Runtime.
 """
 
 import collections
+import os
 
 from . import _C
 from ._expr import Expr
 from ._lower import build_graph
+from ._options import UNSET, Options, resolve
 
-__all__ = ["Kernel", "Model", "TensorInfo", "compile", "run", "load"]
+__all__ = ["Kernel", "Model", "TensorInfo", "compile", "run", "load", "load_program"]
 
-TensorInfo = collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])
-TensorInfo.__doc__ = ("An input or output of a kernel: name, dtype name and shape (ints for "
-                      "fixed dims, strings for symbolic ones: 'B', '2*S + 1').")
+# ONNX Runtime's type names, by stax dtype name ("tensor(float)" for float32).
+_ORT_TYPES = {"float32": "float", "float64": "double"}
+
+
+class TensorInfo(collections.namedtuple("TensorInfo", ["name", "dtype", "shape"])):
+    """An input or output of a kernel: ``name``, ``dtype`` (the stax dtype name, "float32")
+    and ``shape`` (a tuple: ints for fixed dims, strings for symbolic ones: 'B',
+    '2*S + 1'); ``type`` is ONNX Runtime's name for the dtype ("tensor(float)")."""
+
+    __slots__ = ()
+
+    @property
+    def type(self):
+        """The ONNX Runtime type string: "tensor(float)", "tensor(int64)", ..."""
+        return f"tensor({_ORT_TYPES.get(self.dtype, self.dtype)})"
 
 # How a call returns outputs (program.c): one array or a tuple; a dict by output name; a tuple
-# of stax Tensors; always a tuple of arrays.
-_MODE_NUMPY, _MODE_DICT, _MODE_TENSOR, _MODE_TUPLE = 0, 1, 2, 3
+# of stax Tensors; always a tuple of arrays; a dict of stax Tensors.
+_MODE_NUMPY, _MODE_DICT, _MODE_TENSOR, _MODE_TUPLE, _MODE_TENSOR_DICT = 0, 1, 2, 3, 4
+
+# A program file starts with these bytes (src/vm/program.h); stax.load reads such files too.
+_PROGRAM_MAGIC = b"STAXPROG"
 
 # compile(jit=...) / load(jit=...) -> stax_jit_mode_t (include/stax/vm.h).
 _JIT_MODES = {"off": 0, "on": 1, "background": 1, "sync": 2}
@@ -47,6 +73,31 @@ def _jit_mode(jit):
         raise ValueError(f"jit must be 'on', 'sync' or 'off', not {jit!r}")
     return _JIT_MODES[jit]
 
+
+def _settings(options, where, jit, dispatch, profile_timing, disable_passes=UNSET):
+    """Options merged with the keyword shortcuts (see stax.Options). The keywords keep their
+    own messages for bad values ("jit must be ...")."""
+    if jit is not UNSET:
+        _jit_mode(jit)
+    return resolve(options, where, jit=jit, dispatch=dispatch, profile_timing=profile_timing,
+                   disable_passes=disable_passes)
+
+
+def _configure(program, settings):
+    """Sets the execution options of a new program's contexts (before its first call)."""
+    cache_dir = settings.get("jit_cache_dir")
+    generic = settings.get("jit_generic")
+    program.configure(
+        num_threads=settings.get("num_threads", -1),
+        jit_threshold=settings.get("jit_threshold", 0),
+        jit_max_versions=settings.get("jit_max_versions", 0),
+        jit_verify=settings.get("jit_verify", False),
+        jit_tolerance=settings.get("jit_tolerance", 0.0),
+        jit_generic=0 if generic is None else (1 if generic else 2),
+        jit_cache_dir="" if cache_dir is False else cache_dir)
+    program._options = Options(**settings)
+    return program
+
 _TARGETS = ("cpu",)
 
 
@@ -63,6 +114,49 @@ class Kernel(_C.Program):
         result = _C.Program.run(self, inputs, mode)
         return result
 
+    def _output_indices(self, output_names):
+        """Output indices for names (None: every output), naming an unknown one."""
+        if output_names is None:
+            return None
+        if isinstance(output_names, (str, bytes)) or not hasattr(output_names, "__iter__"):
+            raise TypeError("output_names must be a list of output names or None, not "
+                            f"{type(output_names).__name__}")
+        index = {name: i for i, name in enumerate(self.output_names)}
+        selected = []
+        for name in output_names:
+            if not isinstance(name, str):
+                raise TypeError(f"output_names entries must be strings, got {name!r}")
+            if name not in index:
+                raise _C.InvalidArgumentError(
+                    f"unknown output {name!r}; the outputs are {list(self.output_names)}")
+            selected.append(index[name])
+        return selected
+
+    def _feed(self, feed):
+        if feed is None or isinstance(feed, (str, bytes)):
+            raise TypeError("the inputs (feed) must be a dict {input name: array} or a list in "
+                            f"input order, not {type(feed).__name__}")
+        if isinstance(feed, dict):
+            return feed
+        if hasattr(feed, "keys"):  # any mapping
+            return dict(feed)
+        return list(feed)
+
+    # -- description -----------------------------------------------------------------------
+    def get_inputs(self):
+        """The inputs, as a list of :class:`TensorInfo` (``.name``, ``.shape``, ``.type``,
+        ``.dtype``), in call order: the same as ONNX Runtime's ``get_inputs()``."""
+        return self.inputs
+
+    def get_outputs(self):
+        """The outputs, as a list of :class:`TensorInfo`, in the model's order."""
+        return self.outputs
+
+    @property
+    def options(self):
+        """The :class:`stax.Options` this kernel was made with (the fields that were set)."""
+        return self._options
+
     # -- description -----------------------------------------------------------------------
     @property
     def inputs(self):
@@ -71,10 +165,12 @@ class Kernel(_C.Program):
 
     @property
     def outputs(self):
+        """[TensorInfo(name, dtype, shape)] in output order."""
         return [TensorInfo(*t) for t in zip(self.output_names, self.output_dtypes, self.output_shapes)]
 
     @property
     def target(self):
+        """The target it was compiled for ("cpu")."""
         return self._target
 
     @property
@@ -209,7 +305,25 @@ class Kernel(_C.Program):
 
 class Model(Kernel):
     """A kernel compiled from an ONNX model (stax.load). Inputs by position or by name:
-    ``m(x=arr)``; returns a dict {output name: numpy array}."""
+    ``m(x=arr)``; returns a dict {output name: numpy array}. ``m.run(output_names, feed)``
+    selects outputs, like ONNX Runtime's ``InferenceSession.run`` (but returns a dict)."""
+
+    def run(self, output_names, feed=UNSET, *, numpy=True):
+        """``m.run(output_names, feed)`` or ``m.run(feed)``: runs with ``feed`` (a dict
+        {input name: array}, or a list in input order) and returns a dict {output name: array}
+        of the outputs ``output_names`` lists, in that order (None: every output). With
+        numpy=False the values are stax.Tensor objects. An unknown output, or a missing or
+        unknown input, raises stax.InvalidArgumentError naming it."""
+        if feed is UNSET:
+            feed, output_names = output_names, None
+        select = self._output_indices(output_names)
+        mode = _MODE_DICT if numpy else _MODE_TENSOR_DICT
+        return _C.Program.run(self, self._feed(feed), mode, select)
+
+    def _run_list(self, output_names, feed):
+        """A list of arrays in output_names order (None: every output): InferenceSession.run."""
+        select = self._output_indices(output_names)
+        return list(_C.Program.run(self, self._feed(feed), _MODE_TUPLE, select))
 
 
 def _finish(kernel, target, graph_text, call_mode):
@@ -240,7 +354,8 @@ def _pass_list(disable_passes):
 
 
 def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile=True,  # noqa: A001
-            dispatch="default", profile_timing=False, jit="on", disable_passes=None):
+            dispatch=UNSET, profile_timing=UNSET, jit=UNSET, disable_passes=UNSET,
+            options=None):
     """Compiles expressions into a :class:`Kernel`.
 
     outputs: an expression, or a list/tuple of them (the kernel then returns a tuple).
@@ -254,9 +369,12 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     disable_passes: graph passes to switch off, a list of names or "all" (see
     :data:`PASSES`; the environment variable STAX_DISABLE_PASSES does the same); what the
     passes did is in :attr:`Kernel.passes`.
+    options: a :class:`stax.Options` (threads, JIT settings, ...); the keywords above are
+    shortcuts for its fields.
     """
     _check_target(target)
-    jit_mode = _jit_mode(jit)
+    settings = _settings(options, "compile", jit, dispatch, profile_timing, disable_passes)
+    jit_mode = _JIT_MODES[settings.get("jit", "on")]
     single = isinstance(outputs, Expr)
     output_list = [outputs] if single else list(outputs)
     if not output_list:
@@ -268,10 +386,12 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     graph_text = graph.dump()
     mode = _MODE_NUMPY if single else _MODE_TUPLE
     kernel = _C.compile_program(graph, Kernel, static_variants=static_variants,
-                                profile_points=profile, dispatch=dispatch,
-                                profile_timing=profile_timing, call_mode=mode, jit=jit_mode,
-                                disable_passes=_pass_list(disable_passes))
-    return _finish(kernel, target, graph_text, mode)
+                                profile_points=profile,
+                                dispatch=settings.get("dispatch", "default"),
+                                profile_timing=settings.get("profile_timing", False),
+                                call_mode=mode, jit=jit_mode,
+                                disable_passes=_pass_list(settings.get("disable_passes")))
+    return _finish(_configure(kernel, settings), target, graph_text, mode)
 
 
 def run(kernel, inputs, *, numpy=True):
@@ -281,29 +401,65 @@ def run(kernel, inputs, *, numpy=True):
     return kernel.run(list(inputs), numpy=numpy)
 
 
+def _is_program(source):
+    """True when source (a path or bytes) is a saved stax program, not an ONNX model."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source[:8]) == _PROGRAM_MAGIC
+    try:
+        with open(os.fspath(source), "rb") as file:
+            return file.read(8) == _PROGRAM_MAGIC
+    except (OSError, TypeError):
+        return False  # the importer reports it
+
+
 def load(source, *, symbols=None, dims_may_be_zero=False, target="cpu", static_variants=True,
-         profile=True, dispatch="default", profile_timing=False, jit="on", disable_passes=None):
+         profile=True, dispatch=UNSET, profile_timing=UNSET, jit=UNSET, disable_passes=UNSET,
+         options=None):
     """Loads an ONNX model (a path or the file's bytes) and compiles it into a :class:`Model`.
+    A program saved with ``Model.save`` loads too (then symbols, dims_may_be_zero and
+    disable_passes do not apply: it is compiled already).
 
     symbols: {dim_param name: int} fixes named dims to values; dims_may_be_zero: symbols for
-    dim_params get the range [0, inf) instead of [1, inf). jit: 'on', 'sync' or 'off';
-    disable_passes: graph passes to switch off (see :func:`compile`).
+    dim_params get the range [0, inf) instead of [1, inf). options: a :class:`stax.Options`
+    (threads, JIT mode, threshold, version cap, cache folder, verification, disabled passes);
+    jit ('on', 'sync' or 'off'), disable_passes, dispatch and profile_timing are shortcuts for
+    its fields (see :func:`compile`).
     """
     _check_target(target)
-    jit_mode = _jit_mode(jit)
+    settings = _settings(options, "load", jit, dispatch, profile_timing, disable_passes)
+    jit_mode = _JIT_MODES[settings.get("jit", "on")]
+    if isinstance(source, (bytearray, memoryview)):
+        source = bytes(source)
+    if _is_program(source):
+        if symbols is not None or dims_may_be_zero or settings.get("disable_passes"):
+            raise ValueError("load: symbols, dims_may_be_zero and disable_passes apply to ONNX "
+                             "models; this is a compiled stax program")
+        model = _C.load_program(source, Model, dispatch=settings.get("dispatch", "default"),
+                                profile_timing=settings.get("profile_timing", False),
+                                call_mode=_MODE_DICT, jit=jit_mode)
+        return _finish(_configure(model, settings), "cpu", None, _MODE_DICT)
     graph = _C.import_onnx(source, symbols=symbols, dims_may_be_zero=dims_may_be_zero)
     graph_text = graph.dump()
     model = _C.compile_program(graph, Model, static_variants=static_variants,
-                               profile_points=profile, dispatch=dispatch,
-                               profile_timing=profile_timing, call_mode=_MODE_DICT,
-                               jit=jit_mode, disable_passes=_pass_list(disable_passes))
-    return _finish(model, target, graph_text, _MODE_DICT)
+                               profile_points=profile,
+                               dispatch=settings.get("dispatch", "default"),
+                               profile_timing=settings.get("profile_timing", False),
+                               call_mode=_MODE_DICT, jit=jit_mode,
+                               disable_passes=_pass_list(settings.get("disable_passes")))
+    return _finish(_configure(model, settings), target, graph_text, _MODE_DICT)
 
 
-def load_program(source, *, dispatch="default", profile_timing=False, jit="on"):
-    """Loads a program saved with Kernel.save (a path or bytes) as a Kernel. jit: see
-    :func:`compile`."""
-    jit_mode = _jit_mode(jit)
-    kernel = _C.load_program(source, Kernel, dispatch=dispatch, profile_timing=profile_timing,
+def load_program(source, *, dispatch=UNSET, profile_timing=UNSET, jit=UNSET, options=None):
+    """Loads a program saved with Kernel.save (a path or bytes) as a :class:`Kernel` (one
+    array or a tuple per call; ``stax.load`` gives a :class:`Model` instead). jit, dispatch,
+    profile_timing and options: see :func:`compile` (options.disable_passes does not apply:
+    the program is compiled already)."""
+    settings = _settings(options, "load_program", jit, dispatch, profile_timing)
+    if settings.get("disable_passes"):
+        raise ValueError("load_program: options.disable_passes does not apply to a saved "
+                         "program (its passes ran when it was compiled)")
+    jit_mode = _JIT_MODES[settings.get("jit", "on")]
+    kernel = _C.load_program(source, Kernel, dispatch=settings.get("dispatch", "default"),
+                             profile_timing=settings.get("profile_timing", False),
                              call_mode=_MODE_NUMPY, jit=jit_mode)
-    return _finish(kernel, "cpu", None, _MODE_NUMPY)
+    return _finish(_configure(kernel, settings), "cpu", None, _MODE_NUMPY)

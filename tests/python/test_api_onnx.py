@@ -51,8 +51,10 @@ def test_load_run_by_name_and_position(mlp):
         np.testing.assert_array_equal(stax.run(m, {"x": x})["y"], by_name["y"])
     assert m.stats["runs"] == 9
     assert "MatMul" in m.bytecode and "MatMul(x, w)" in m.graph
-    tensors = m.run([x], numpy=False)
-    assert all(isinstance(t, stax.Tensor) for t in tensors)
+    tensors = m.run([x], numpy=False)  # a dict, like every Model call, of stax.Tensor
+    assert list(tensors) == ["y", "shape"]
+    assert all(isinstance(t, stax.Tensor) for t in tensors.values())
+    np.testing.assert_array_equal(np.asarray(tensors["y"]), by_name["y"])
 
 
 def test_load_from_bytes_and_path_objects(mlp):
