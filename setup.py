@@ -10,6 +10,10 @@ protobuf-c for the ONNX importer — come from the library's own CMake files). T
 directory persists between builds (incremental): build-python/<interpreter tag>/ in the
 repository (e.g. build-python/cpython-311), or $STAX_PY_BUILD_DIR. $STAX_PY_BUILD_TYPE
 (default RelWithDebInfo) and $STAX_BUILD_JOBS (default: the CPU count) tune it.
+
+The same CMake build makes the `stax` command-line program (target stax_cli), which goes into
+the package as stax/_bin/stax; the `stax` console script (stax._cli:main, pyproject.toml) runs
+it, so `pip install` puts the very program `make build` makes on PATH.
 """
 import os
 import pathlib
@@ -31,6 +35,19 @@ class CMakeExtension(Extension):
 
 
 class CMakeBuildExt(build_ext):
+    def run(self):
+        # In place (editable installs, build_ext --inplace) setuptools builds in build-python/
+        # and copies only the extension into python/stax; the program goes along here.
+        inplace = self.inplace or getattr(self, "editable_mode", False)
+        self.bundled_programs = []
+        super().run()
+        if inplace:
+            for program in self.bundled_programs:
+                destination = ROOT / "python" / "stax" / "_bin" / program.name
+                destination.parent.mkdir(exist_ok=True)
+                if program.resolve() != destination.resolve():
+                    shutil.copy2(program, destination)
+
     def build_extension(self, ext):
         if not isinstance(ext, CMakeExtension):
             return super().build_extension(ext)
@@ -47,13 +64,21 @@ class CMakeBuildExt(build_ext):
         ]
         subprocess.check_call(configure)
         subprocess.check_call(["cmake", "--build", str(build_dir), "--target", "stax_python",
-                               "-j", jobs])
+                               "stax_cli", "-j", jobs])
         built = sorted(build_dir.glob("_C*.so")) + sorted(build_dir.glob("_C*.pyd"))
         if not built:
             raise RuntimeError(f"CMake did not produce the stax._C extension in {build_dir}")
         target = pathlib.Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(built[-1], target)
+        # The command-line program, run by the `stax` console script (python/stax/_cli.py).
+        program = build_dir / "stax" / "stax"
+        if not program.exists():
+            raise RuntimeError(f"CMake did not produce the stax program at {program}")
+        bin_dir = target.parent / "_bin"
+        bin_dir.mkdir(exist_ok=True)
+        shutil.copy2(program, bin_dir / "stax")
+        self.bundled_programs.append(bin_dir / "stax")
 
 
 setup(

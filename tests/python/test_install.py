@@ -1,6 +1,7 @@
 """cmake --install: the libraries, headers, program, stax.pc and CMake package land under a
 prefix, and examples/c/hello.c builds against them both ways the README shows (the CMake
-package, static; pkg-config, shared) and runs."""
+package, static; pkg-config, shared) and runs. And `pip install` puts a working `stax` command
+next to the interpreter (the console script runs the program the package bundles)."""
 import os
 import pathlib
 import shutil
@@ -75,3 +76,47 @@ def test_example_with_pkg_config(prefix, tmp_path):
     static = subprocess.run(["pkg-config", "--static", "--libs", "stax"], capture_output=True,
                             text=True, env=env).stdout
     assert "protobuf-c" in static and "-lm" in static
+
+
+# -- the `stax` console script of the Python package ----------------------------------------
+
+def installed_script():
+    """The `stax` script pip put next to this interpreter, or None (package not pip-installed
+    into this environment: then the tests below say so and skip)."""
+    import sys
+    script = pathlib.Path(sys.executable).parent / "stax"
+    return script if script.exists() else None
+
+
+def test_console_script_runs_the_bundled_program():
+    import sys
+    script = installed_script()
+    if script is None:
+        pytest.skip(f"no stax script next to {sys.executable}: the package is not "
+                    "pip-installed here (pip install -e .)")
+    r = subprocess.run([str(script), "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("usage: stax <command>")
+    r = subprocess.run([str(script), "version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("stax ")
+    if (build_dir() / "stax").exists():  # the same program as the CMake build's
+        built = subprocess.run([str(build_dir() / "stax"), "version"], capture_output=True,
+                               text=True)
+        assert r.stdout == built.stdout
+    r = subprocess.run([str(script), "no-such-command"], capture_output=True, text=True)
+    assert r.returncode != 0 and "unknown command 'no-such-command'" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "stax", "version"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and r.stdout.startswith("stax ")
+
+
+def test_console_script_without_the_program_says_so(tmp_path, monkeypatch, capsys):
+    import sys
+    sys.path.insert(0, str(REPO / "python"))
+    try:
+        from stax import _cli
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(_cli, "program_path", lambda: tmp_path / "missing" / "stax")
+    assert _cli.main(["--help"]) == 127
+    assert "the command-line program is not in this installation" in capsys.readouterr().err

@@ -1,0 +1,41 @@
+"""The `stax` console script: runs the command-line program the package build bundles.
+
+`pip install` builds the C command-line program (CMake target stax_cli, the same program as
+`build/stax`) next to the extension, as stax/_bin/stax, and installs this module's
+:func:`main` as the `stax` command. The script replaces itself with that program (exec), so
+arguments, output, exit status and signals are exactly the program's.
+"""
+
+import os
+import pathlib
+import sys
+
+__all__ = ["main", "program_path"]
+
+
+def program_path():
+    """The path of the bundled `stax` command-line program (it may be missing when the
+    package was imported from a source tree whose extension was built by hand)."""
+    return pathlib.Path(__file__).resolve().parent / "_bin" / "stax"
+
+
+def main(argv=None):
+    """Runs the bundled `stax` program with ``argv`` (default: this process's arguments) in
+    place of this process. Returns an error status, with a message, only when the program is
+    not there."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    program = program_path()
+    if not os.access(program, os.X_OK):
+        sys.stderr.write(
+            f"stax: the command-line program is not in this installation ({program} is "
+            "missing); reinstall the package with pip, or run build/stax from a source "
+            "build (make build)\n")
+        return 127
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(str(program), [str(program), *args])
+    return 127  # not reached: execv returns only by raising
+
+
+if __name__ == "__main__":
+    sys.exit(main())
