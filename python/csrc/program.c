@@ -641,7 +641,7 @@ static PyObject* program_configure(StaxProgramObject* self, PyObject* args, PyOb
   int num_threads = -1, threshold = 0, max_versions = 0, verify = 0, generic = 0;
   double tolerance = 0.0;
   PyObject* cache_dir = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiipdiO:configure", keywords, &num_threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiipdiO:_configure", keywords, &num_threads,
                                    &threshold, &max_versions, &verify, &tolerance, &generic,
                                    &cache_dir))
     return NULL;
@@ -971,8 +971,8 @@ static PyMethodDef program_methods[] = {
      "run(inputs, mode=0, select=None): inputs as a sequence or a {name: array} dict; mode 0 "
      "numpy (one array or a tuple), 1 dict by output name, 2 tuple of stax Tensors, 3 tuple of "
      "arrays, 4 dict of stax Tensors; select: output indices to return, in order."},
-    {"configure", (PyCFunction)(void (*)(void))program_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(num_threads=-1, jit_threshold=0, jit_max_versions=0, jit_verify=False, "
+    {"_configure", (PyCFunction)(void (*)(void))program_configure, METH_VARARGS | METH_KEYWORDS,
+     "_configure(num_threads=-1, jit_threshold=0, jit_max_versions=0, jit_verify=False, "
      "jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None): execution options, before the "
      "first call."},
     {"disassemble", (PyCFunction)program_disassemble, METH_VARARGS,

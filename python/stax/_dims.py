@@ -190,6 +190,7 @@ class Symbol(Dim):
         return self.name
 
     def range_text(self):
+        """The symbol and its range as text: "S in [1, 4096]"."""
         return f"{self.name} in [{self.min}, {'inf' if self.max is None else self.max}]"
 
 
@@ -205,10 +206,12 @@ def ceildiv(a, b):
 
 
 def dim_min(a, b):
+    """The smaller of two dims (ints or symbolic), as a dim expression."""
     return _make("min", a, b)
 
 
 def dim_max(a, b):
+    """The larger of two dims (ints or symbolic), as a dim expression."""
     return _make("max", a, b)
 
 

@@ -170,10 +170,13 @@ class Expr:
 
     @property
     def ndim(self):
+        """The rank (number of dims)."""
         return len(self._info()[1])
 
     @property
     def name(self):
+        """The name of the value (the node's output name, or the node's name; None when
+        unnamed)."""
         node = self._node
         if node.output_names and self._index < len(node.output_names):
             return node.output_names[self._index]
@@ -313,25 +316,30 @@ class Expr:
 
     @property
     def T(self):
+        """The expression with its dims reversed (ONNX Transpose), like numpy's ``.T``."""
         return apply("Transpose", [self], "x")
 
     def reshape(self, *shape):
+        """``x.reshape(B, -1)`` or ``x.reshape([B, -1])``: see :func:`stax.reshape`."""
         from . import _ops
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
             shape = shape[0]
         return _ops.reshape(self, shape)
 
     def transpose(self, *axes):
+        """``x.transpose(1, 0)``, or reversed dims without axes: see :func:`stax.transpose`."""
         from . import _ops
         if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
             axes = axes[0]
         return _ops.transpose(self, axes or None)
 
     def astype(self, dtype):
+        """The expression converted to ``dtype`` (ONNX Cast)."""
         from . import _ops
         return _ops.cast(self, dtype)
 
     def flatten(self):
+        """The expression as one dim (a reshape to [-1]), like numpy's ``.flatten()``."""
         from . import _ops
         return _ops.reshape(self, [-1])
 

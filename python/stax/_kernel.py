@@ -87,7 +87,7 @@ def _configure(program, settings):
     """Sets the execution options of a new program's contexts (before its first call)."""
     cache_dir = settings.get("jit_cache_dir")
     generic = settings.get("jit_generic")
-    program.configure(
+    program._configure(
         num_threads=settings.get("num_threads", -1),
         jit_threshold=settings.get("jit_threshold", 0),
         jit_max_versions=settings.get("jit_max_versions", 0),

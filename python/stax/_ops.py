@@ -216,14 +216,17 @@ def _pads(padding, count):
 
 
 def add(a, b, name=None):
+    """a + b, with numpy broadcasting (ONNX Add)."""
     return ops.Add(a, b, name=name)
 
 
 def subtract(a, b, name=None):
+    """a - b, broadcasting (ONNX Sub)."""
     return ops.Sub(a, b, name=name)
 
 
 def multiply(a, b, name=None):
+    """a * b, broadcasting (ONNX Mul)."""
     return ops.Mul(a, b, name=name)
 
 
@@ -234,6 +237,7 @@ def divide(a, b, name=None):
 
 
 def power(a, b, name=None):
+    """a ** b, broadcasting (ONNX Pow)."""
     return ops.Pow(a, b, name=name)
 
 
@@ -259,50 +263,62 @@ def floor_divide(a, b, name=None):
 
 
 def bitwise_left_shift(a, b, name=None):
+    """a << b on unsigned integers (ONNX BitShift LEFT)."""
     return ops.BitShift(a, b, direction="LEFT", name=name)
 
 
 def bitwise_right_shift(a, b, name=None):
+    """a >> b on unsigned integers (ONNX BitShift RIGHT)."""
     return ops.BitShift(a, b, direction="RIGHT", name=name)
 
 
 def logical_and(a, b, name=None):
+    """Elementwise and of two bool tensors (ONNX And)."""
     return ops.And(a, b, name=name)
 
 
 def logical_or(a, b, name=None):
+    """Elementwise or of two bool tensors (ONNX Or)."""
     return ops.Or(a, b, name=name)
 
 
 def logical_xor(a, b, name=None):
+    """Elementwise exclusive or of two bool tensors (ONNX Xor)."""
     return ops.Xor(a, b, name=name)
 
 
 def logical_not(x, name=None):
+    """Elementwise not of a bool tensor (ONNX Not)."""
     return ops.Not(x, name=name)
 
 
 def equal(a, b, name=None):
+    """a == b as bool, broadcasting (ONNX Equal)."""
     return ops.Equal(a, b, name=name)
 
 
 def not_equal(a, b, name=None):
+    """a != b as bool, broadcasting (ONNX Not of Equal)."""
     return ops.Not(ops.Equal(a, b), name=name)
 
 
 def less(a, b, name=None):
+    """a < b as bool, broadcasting (ONNX Less)."""
     return ops.Less(a, b, name=name)
 
 
 def less_equal(a, b, name=None):
+    """a <= b as bool, broadcasting (ONNX LessOrEqual)."""
     return ops.LessOrEqual(a, b, name=name)
 
 
 def greater(a, b, name=None):
+    """a > b as bool, broadcasting (ONNX Greater)."""
     return ops.Greater(a, b, name=name)
 
 
 def greater_equal(a, b, name=None):
+    """a >= b as bool, broadcasting (ONNX GreaterOrEqual)."""
     return ops.GreaterOrEqual(a, b, name=name)
 
 
@@ -312,6 +328,7 @@ def maximum(*xs, name=None):
 
 
 def minimum(*xs, name=None):
+    """Elementwise minimum of any number of tensors, broadcasting (ONNX Min)."""
     return ops.Min(*xs, name=name)
 
 
@@ -326,10 +343,12 @@ def mean_n(*xs, name=None):
 
 
 def where(condition, x, y, name=None):
+    """x where condition is true, else y, broadcasting (ONNX Where)."""
     return ops.Where(condition, x, y, name=name)
 
 
 def prelu(x, slope, name=None):
+    """x where x >= 0, else slope * x; slope broadcasts against x (ONNX PRelu)."""
     return ops.PRelu(x, slope, name=name)
 
 
@@ -382,22 +401,27 @@ size = _unary("Size", "Element count as an int64 scalar.")
 
 
 def leaky_relu(x, alpha=0.01, name=None):
+    """x where x >= 0, else alpha * x (ONNX LeakyRelu)."""
     return ops.LeakyRelu(x, alpha=alpha, name=name)
 
 
 def elu(x, alpha=1.0, name=None):
+    """x where x >= 0, else alpha * (exp(x) - 1) (ONNX Elu)."""
     return ops.Elu(x, alpha=alpha, name=name)
 
 
 def selu(x, alpha=None, gamma=None, name=None):
+    """gamma * (x where x > 0, else alpha * (exp(x) - 1)) (ONNX Selu; None: ONNX's defaults)."""
     return ops.Selu(x, alpha=alpha, gamma=gamma, name=name)
 
 
 def celu(x, alpha=1.0, name=None):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (ONNX Celu)."""
     return ops.Celu(x, alpha=alpha, name=name)
 
 
 def thresholded_relu(x, alpha=1.0, name=None):
+    """x where x > alpha, else 0 (ONNX ThresholdedRelu)."""
     return ops.ThresholdedRelu(x, alpha=alpha, name=name)
 
 
@@ -407,18 +431,22 @@ def gelu(x, approximate="none", name=None):
 
 
 def hard_sigmoid(x, alpha=0.2, beta=0.5, name=None):
+    """max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid)."""
     return ops.HardSigmoid(x, alpha=alpha, beta=beta, name=name)
 
 
 def shrink(x, bias=0.0, lambd=0.5, name=None):
+    """x - bias where x > lambd, x + bias where x < -lambd, else 0 (ONNX Shrink)."""
     return ops.Shrink(x, bias=bias, lambd=lambd, name=name)
 
 
 def clip(x, min=None, max=None, name=None):  # noqa: A002 - numpy's names
+    """x limited to [min, max]; None leaves that side open (ONNX Clip)."""
     return ops.Clip(x, min, max, name=name)
 
 
 def isinf(x, detect_negative=True, detect_positive=True, name=None):
+    """True where x is infinite, of the signs asked for (ONNX IsInf)."""
     return ops.IsInf(x, detect_negative=int(detect_negative),
                      detect_positive=int(detect_positive), name=name)
 
@@ -432,6 +460,7 @@ astype = cast
 
 
 def cast_like(x, like, name=None):
+    """x converted to the dtype of `like` (ONNX CastLike)."""
     return ops.CastLike(x, like, name=name)
 
 
@@ -490,29 +519,38 @@ argmin = _arg_reduce("ArgMin")
 
 
 def softmax(x, axis=-1, name=None):
+    """exp(x) / sum(exp(x)) along axis, computed stably (ONNX Softmax)."""
     return ops.Softmax(x, axis=axis, name=name)
 
 
 def log_softmax(x, axis=-1, name=None):
+    """log(softmax(x)) along axis, computed stably (ONNX LogSoftmax)."""
     return ops.LogSoftmax(x, axis=axis, name=name)
 
 
 def hardmax(x, axis=-1, name=None):
+    """1 at the first maximum along axis, 0 elsewhere (ONNX Hardmax)."""
     return ops.Hardmax(x, axis=axis, name=name)
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative sum along axis; exclusive leaves out the element itself, reverse sums from
+    the end (ONNX CumSum)."""
     return ops.CumSum(x, np.asarray(int(axis), dtype=np.int64), exclusive=int(bool(exclusive)),
                       reverse=int(bool(reverse)), name=name)
 
 
 def nll_loss(input, target, weight=None, reduction="mean", ignore_index=None, name=None):  # noqa: A002
+    """Negative log likelihood loss of log-probabilities `input` for class indices `target`
+    (ONNX NegativeLogLikelihoodLoss)."""
     return ops.NegativeLogLikelihoodLoss(input, target, weight, reduction=reduction,
                                          ignore_index=ignore_index, name=name)
 
 
 def softmax_cross_entropy(scores, labels, weights=None, reduction="mean", ignore_index=None,
                           return_log_prob=False, name=None):
+    """Cross entropy of softmax(scores) against class indices `labels` (ONNX
+    SoftmaxCrossEntropyLoss)."""
     return ops.SoftmaxCrossEntropyLoss(scores, labels, weights, reduction=reduction,
                                        ignore_index=ignore_index,
                                        outputs=2 if return_log_prob else 1, name=name)
@@ -535,6 +573,8 @@ def batch_norm(x, scale, bias, mean, var, epsilon=1e-5, momentum=None, name=None
 
 
 def instance_norm(x, scale, bias, epsilon=1e-5, name=None):
+    """Normalizes each channel of each sample over its spatial dims, then scales and shifts per
+    channel (ONNX InstanceNormalization)."""
     return ops.InstanceNormalization(x, scale, bias, epsilon=epsilon, name=name)
 
 
@@ -542,6 +582,7 @@ def instance_norm(x, scale, bias, epsilon=1e-5, name=None):
 
 
 def matmul(a, b, name=None):
+    """a @ b with numpy's rules: batch dims broadcast, 1-D operands are vectors (ONNX MatMul)."""
     return ops.MatMul(a, b, name=name)
 
 
@@ -552,6 +593,7 @@ def gemm(a, b, c=None, alpha=1.0, beta=1.0, trans_a=False, trans_b=False, name=N
 
 
 def einsum(equation, *operands, name=None):
+    """Einstein summation over the operands, like numpy.einsum (ONNX Einsum)."""
     return ops.Einsum(*operands, equation=equation, name=name)
 
 
@@ -577,6 +619,8 @@ def conv(x, w, b=None, strides=None, padding=None, dilations=None, groups=1, aut
 
 def conv_transpose(x, w, b=None, strides=None, padding=None, dilations=None, groups=1,
                    output_padding=None, output_shape=None, auto_pad=None, name=None):
+    """Transposed convolution (the gradient of conv), weights [C_in, C_out / groups, k...]
+    (ONNX ConvTranspose)."""
     n = _spatial_count(x, w)
     return ops.ConvTranspose(x, w, b, strides=_spatial_ints(strides, n, "strides"),
                              pads=_pads(padding, n),
@@ -587,6 +631,8 @@ def conv_transpose(x, w, b=None, strides=None, padding=None, dilations=None, gro
 
 def max_pool(x, kernel_shape, strides=None, padding=None, dilations=None, ceil_mode=False,
              auto_pad=None, return_indices=False, name=None):
+    """Max over sliding windows of the spatial dims; return_indices also gives the flat indices
+    of the maxima (ONNX MaxPool)."""
     n = _spatial_count(x)
     return ops.MaxPool(x, kernel_shape=_spatial_ints(kernel_shape, n, "kernel_shape"),
                        strides=_spatial_ints(strides, n, "strides"), pads=_pads(padding, n),
@@ -597,6 +643,7 @@ def max_pool(x, kernel_shape, strides=None, padding=None, dilations=None, ceil_m
 
 def avg_pool(x, kernel_shape, strides=None, padding=None, ceil_mode=False,
              count_include_pad=False, auto_pad=None, name=None):
+    """Mean over sliding windows of the spatial dims (ONNX AveragePool)."""
     n = _spatial_count(x)
     return ops.AveragePool(x, kernel_shape=_spatial_ints(kernel_shape, n, "kernel_shape"),
                            strides=_spatial_ints(strides, n, "strides"), pads=_pads(padding, n),
@@ -623,18 +670,22 @@ def flatten(x, axis=1, name=None):
 
 
 def transpose(x, axes=None, name=None):
+    """x with its dims permuted (default: reversed), like numpy.transpose (ONNX Transpose)."""
     return ops.Transpose(x, perm=None if axes is None else [int(a) for a in axes], name=name)
 
 
 def permute_dims(x, axes, name=None):
+    """x with its dims in the order `axes` (the array API's name for transpose)."""
     return transpose(x, axes, name=name)
 
 
 def squeeze(x, axis=None, name=None):
+    """x without the size-1 dims listed (all of them when axis is None) (ONNX Squeeze)."""
     return ops.Squeeze(x, _axes(axis), name=name)
 
 
 def expand_dims(x, axis, name=None):
+    """x with new size-1 dims at the positions listed (ONNX Unsqueeze)."""
     return ops.Unsqueeze(x, _axes(axis), name=name)
 
 
@@ -642,6 +693,7 @@ unsqueeze = expand_dims
 
 
 def concat(xs, axis=0, name=None):
+    """The tensors joined along an existing axis (ONNX Concat)."""
     return ops.Concat(*xs, axis=axis, name=name)
 
 
@@ -649,6 +701,7 @@ concatenate = concat
 
 
 def stack(xs, axis=0, name=None):
+    """The tensors (one shape) joined along a new axis."""
     return concat([expand_dims(x, axis) for x in xs], axis=axis, name=name)
 
 
@@ -672,6 +725,7 @@ def slice(x, starts, ends, axes=None, steps=None, name=None):  # noqa: A001
 
 
 def gather(x, indices, axis=0, name=None):
+    """Slices of x along axis at the given indices, like numpy.take (ONNX Gather)."""
     return ops.Gather(x, indices, axis=axis, name=name)
 
 
@@ -679,6 +733,8 @@ take = gather
 
 
 def gather_elements(x, indices, axis=0, name=None):
+    """Elements of x picked along axis by an index tensor of x's rank, like
+    numpy.take_along_axis (ONNX GatherElements)."""
     return ops.GatherElements(x, indices, axis=axis, name=name)
 
 
@@ -686,14 +742,18 @@ take_along_axis = gather_elements
 
 
 def gather_nd(x, indices, batch_dims=0, name=None):
+    """Slices of x addressed by the last dim of indices (ONNX GatherND)."""
     return ops.GatherND(x, indices, batch_dims=batch_dims, name=name)
 
 
 def scatter_elements(x, indices, updates, axis=0, reduction=None, name=None):
+    """A copy of x with updates written at indices along axis (reduction: None, 'add', 'mul',
+    'min', 'max') (ONNX ScatterElements)."""
     return ops.ScatterElements(x, indices, updates, axis=axis, reduction=reduction, name=name)
 
 
 def scatter_nd(x, indices, updates, reduction=None, name=None):
+    """A copy of x with updates written at the slices indices address (ONNX ScatterND)."""
     return ops.ScatterND(x, indices, updates, reduction=reduction, name=name)
 
 
@@ -706,6 +766,7 @@ broadcast_to = expand
 
 
 def tile(x, reps, name=None):
+    """x repeated reps[i] times along each dim i (ONNX Tile)."""
     return ops.Tile(x, list(reps) if not isinstance(reps, Expr) else reps, name=name)
 
 
@@ -733,10 +794,12 @@ def full(shape, fill_value, dtype=None, name=None):  # noqa: A002 - shadows the 
 
 
 def zeros(shape, dtype="float32", name=None):  # noqa: A002
+    """A tensor of zeros of the given shape (ints or dims) and dtype."""
     return full(shape, 0, dtype, name=name)
 
 
 def ones(shape, dtype="float32", name=None):  # noqa: A002
+    """A tensor of ones of the given shape (ints or dims) and dtype."""
     return full(shape, 1, dtype, name=name)
 
 
@@ -778,10 +841,12 @@ def resize(x, scales=None, sizes=None, roi=None, mode="nearest", axes=None, name
 
 
 def triu(x, k=0, name=None):
+    """The upper triangle of the last two dims, from diagonal k up; the rest zero (ONNX Trilu)."""
     return ops.Trilu(x, np.asarray(k, dtype=np.int64) if k else None, upper=1, name=name)
 
 
 def tril(x, k=0, name=None):
+    """The lower triangle of the last two dims, up to diagonal k; the rest zero (ONNX Trilu)."""
     return ops.Trilu(x, np.asarray(k, dtype=np.int64) if k else None, upper=0, name=name)
 
 
@@ -794,14 +859,17 @@ def one_hot(indices, depth, values=(0.0, 1.0), axis=-1, name=None):
 
 
 def eye_like(x, k=0, dtype=None, name=None):
+    """A 2-D tensor of x's shape with ones on diagonal k (ONNX EyeLike)."""
     return ops.EyeLike(x, k=k, dtype=dtype, name=name)
 
 
 def depth_to_space(x, blocksize, mode="DCR", name=None):
+    """Moves channel blocks into blocksize x blocksize spatial blocks (ONNX DepthToSpace)."""
     return ops.DepthToSpace(x, blocksize=blocksize, mode=mode, name=name)
 
 
 def space_to_depth(x, blocksize, name=None):
+    """Moves blocksize x blocksize spatial blocks into channels (ONNX SpaceToDepth)."""
     return ops.SpaceToDepth(x, blocksize=blocksize, name=name)
 
 
