@@ -252,6 +252,35 @@ static void test_cache_off(void) {
   tg_free(&tg);
 }
 
+/* A folder named in the compile options wins over the environment: "" keeps the cache off
+ * although the environment has a folder, a folder uses the cache although STAX_JIT_CACHE=0. */
+static void test_folder_from_options(void) {
+  ensure_setup();
+  if (!tg_backend() || stax_jit_build_identity() == 0) return;
+  clear_dir();
+  test_group_t tg;
+  build(&tg);
+  stax_jit_backend_t* backend = tg_backend();
+  stax_jit_kernel_t* kernel = NULL;
+  stax_jit_compile_options_t none = {.cache_dir = ""};
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "cached"), &none, &kernel));
+  if (kernel) stax_jit_kernel_release(kernel);
+  CHECK_EQ_INT(count_files(), 0);
+  setenv("STAX_JIT_CACHE", "0", 1);
+  stax_jit_compile_options_t named = {.cache_dir = cache_dir};
+  kernel = NULL;
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "cached"), &named, &kernel));
+  if (kernel) stax_jit_kernel_release(kernel);
+  CHECK_EQ_INT(count_files(), 1);
+  uint64_t loads = stax_jit_stats().cache_loads;
+  kernel = NULL;
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "cached"), &named, &kernel));
+  if (kernel) stax_jit_kernel_release(kernel);
+  CHECK_EQ_INT((int)(stax_jit_stats().cache_loads - loads), 1);
+  unsetenv("STAX_JIT_CACHE");
+  tg_free(&tg);
+}
+
 static void setup(void) {
   snprintf(cache_dir, sizeof(cache_dir), "/tmp/stax-test-objcache-XXXXXX");
   if (!mkdtemp(cache_dir)) {
@@ -292,4 +321,5 @@ static void ensure_setup(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_file_functions), STAX_TEST(test_store_then_load),
-               STAX_TEST(test_damaged_files), STAX_TEST(test_trim), STAX_TEST(test_cache_off))
+               STAX_TEST(test_damaged_files), STAX_TEST(test_trim), STAX_TEST(test_cache_off),
+               STAX_TEST(test_folder_from_options))
