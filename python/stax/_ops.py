@@ -801,8 +801,8 @@ def depth_to_space(x, blocksize, mode="DCR", name=None):
     return ops.DepthToSpace(x, blocksize=blocksize, mode=mode, name=name)
 
 
-def space_to_depth(x, blocksize, name=None):
-    return ops.SpaceToDepth(x, blocksize=blocksize, name=name)
+def space_to_depth(x, blocksize, mode="DCR", name=None):
+    return ops.SpaceToDepth(x, blocksize=blocksize, mode=mode, name=name)
 
 
 def compress(condition, x, axis=None, name=None):

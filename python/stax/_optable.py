@@ -132,14 +132,14 @@ Pad: data:x pads:i constant_value:x? axes:i? | mode:STRING | 1
 Shape: data:x | start:INT end:INT | 1
 Size: data:x | | 1
 ConstantOfShape: shape:i | value:TENSOR | 1
-Range: start:x limit:x delta:x | | 1
+Range: start:x limit:x delta:x | stash_type:INT | 1
 Constant: | value:TENSOR value_float:FLOAT value_floats:FLOATS value_int:INT value_ints:INTS value_string:STRING value_strings:STRINGS | 1
 Resize: x:x roi:f? scales:f? sizes:i? | antialias:INT axes:INTS coordinate_transformation_mode:STRING cubic_coeff_a:FLOAT exclude_outside:INT extrapolation_value:FLOAT keep_aspect_ratio_policy:STRING mode:STRING nearest_mode:STRING | 1
 Trilu: x:x k:i? | upper:INT | 1
 OneHot: indices:i depth:i values:a | axis:INT | 1
 EyeLike: x:x | dtype:DTYPE k:INT | 1
 DepthToSpace: x:x | blocksize:INT mode:STRING | 1
-SpaceToDepth: x:x | blocksize:INT | 1
+SpaceToDepth: x:x | blocksize:INT mode:STRING | 1
 Compress: x:x condition:c | axis:INT | 1
 NonZero: x:x | | 1
 TopK: x:x k:i | axis:INT largest:INT sorted:INT | 2
