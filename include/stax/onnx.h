@@ -4,7 +4,8 @@
  * Supported: the default domain ("" or "ai.onnx") at opsets 1 to 28. Nodes of older opsets
  * are converted to the current form where attributes became inputs or semantics changed
  * (Slice, Squeeze, Unsqueeze, Split, ReduceSum, Clip, Pad, TopK, Reshape, Upsample, Resize-10,
- * Softmax/LogSoftmax/Hardmax before 13, Dropout, BatchNormalization, legacy broadcasting).
+ * Softmax/LogSoftmax/Hardmax before 13, Dropout, BatchNormalization, legacy broadcasting,
+ * PRelu's per-channel slope before 7).
  * Tensors of every stax dtype, stored in raw_data, the typed fields, or external files next to
  * the model. A model file is user input: a malformed, truncated or hostile file gets an error
  * status naming the file and the problem, never a crash. */

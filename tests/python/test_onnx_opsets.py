@@ -196,3 +196,37 @@ def test_converter_the_message_names_runs():
     np.testing.assert_array_equal(stax.load(converted.SerializeToString())(x=x)["y"],
                                   np.maximum(x, 0))
 
+
+def prelu_model(opset, x_shape, slope):
+    graph = helper.make_graph(
+        [helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu")], "prelu",
+        [vi("x", F, list(x_shape))], [vi("y", F, None)], [numpy_helper.from_array(slope, "slope")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("x_shape", [(2, 3), (2, 3, 4), (2, 3, 4, 5), (2, 3, 4, 5, 6), (1, 3, 3, 3)])
+@pytest.mark.parametrize("opset", [1, 6])
+def test_prelu_legacy_per_channel_slope(opset, x_shape):
+    """Before opset 7 a slope of C values applies per channel (input dim 1), as the
+    pytorch-converted test_PReLU_*_multiparam models expect; (1, 3, 3, 3) would also broadcast
+    numpy's way, along the last dim, which opset 6 did not mean."""
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    slope = np.array([0.25, -0.5, 2.0], np.float32)
+    got = stax.load(prelu_model(opset, x_shape, slope).SerializeToString())(x=x)["y"]
+    per_channel = slope.reshape((3,) + (1,) * (len(x_shape) - 2))
+    np.testing.assert_allclose(got, np.where(x < 0, x * per_channel, x), rtol=1e-6)
+    shared = np.array([0.3], np.float32)
+    got = stax.load(prelu_model(opset, x_shape, shared).SerializeToString())(x=x)["y"]
+    np.testing.assert_allclose(got, np.where(x < 0, x * 0.3, x), rtol=1e-6)
+
+
+def test_prelu_opset7_broadcasts_numpy_style():
+    """From opset 7 on the slope broadcasts like numpy: a [C] slope aligns with the last dim."""
+    x = RNG.standard_normal((2, 3, 4, 3)).astype(np.float32)
+    slope = np.array([0.25, -0.5, 2.0], np.float32)
+    got = stax.load(prelu_model(7, x.shape, slope).SerializeToString())(x=x)["y"]
+    np.testing.assert_allclose(got, np.where(x < 0, x * slope, x), rtol=1e-6)
+    legacy = stax.load(prelu_model(6, x.shape, slope).SerializeToString())(x=x)["y"]
+    np.testing.assert_allclose(legacy, np.where(x < 0, x * slope.reshape(3, 1, 1), x), rtol=1e-6)
+    with pytest.raises(stax.ShapeError, match="PRelu node 'prelu'"):
+        stax.load(prelu_model(7, (2, 3, 4, 5), slope).SerializeToString())
