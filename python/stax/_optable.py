@@ -104,6 +104,7 @@ SoftmaxCrossEntropyLoss: scores:x labels:i weights:x? | ignore_index:INT reducti
 LayerNormalization: x:x scale:x bias:x? | axis:INT epsilon:FLOAT stash_type:INT | 1-3
 BatchNormalization: x:x scale:x bias:x mean:x var:x | epsilon:FLOAT momentum:FLOAT training_mode:INT | 1-3
 InstanceNormalization: x:x scale:x bias:x | epsilon:FLOAT | 1
+LRN: x:x | alpha:FLOAT beta:FLOAT bias:FLOAT size:INT | 1
 MatMul: a:x b:x | | 1
 Gemm: a:x b:x c:x? | alpha:FLOAT beta:FLOAT transA:INT transB:INT | 1
 Einsum: inputs:x* | equation:STRING | 1

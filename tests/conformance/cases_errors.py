@@ -84,5 +84,8 @@ def errors_for(op):
         "Einsum": lambda g: err(g, [x(g, (2, 3, 4)), x(g, (4, 5))],
                                 attrs=[A.s("equation", "ij,jk->ik")]),
         "Pad": lambda g: err(g, [x(g, (3, 4)), feed(g, [0, 0, 0]), NONE]),
+        "LRN": lambda g: (err(g, [x(g, (2, 3, 4))]),
+                          err(g, [x(g, (2, 3, 4))], attrs=[A.i("size", 0)]),
+                          err(g, [x(g, (2, 3))], attrs=[A.i("size", 3)])),
     }
     return table.get(op)
