@@ -204,7 +204,8 @@ def prelu_model(opset, x_shape, slope):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-@pytest.mark.parametrize("x_shape", [(2, 3), (2, 3, 4), (2, 3, 4, 5), (2, 3, 4, 5, 6), (1, 3, 3, 3)])
+@pytest.mark.parametrize("x_shape",
+                         [(2, 3), (2, 3, 4), (2, 3, 4, 5), (2, 3, 4, 5, 6), (1, 3, 3, 3)])
 @pytest.mark.parametrize("opset", [1, 6])
 def test_prelu_legacy_per_channel_slope(opset, x_shape):
     """Before opset 7 a slope of C values applies per channel (input dim 1), as the

@@ -1,8 +1,8 @@
-/* Tests for the normalization (Layer, Batch, Instance, LRN), loss and CumSum generic kernels (src/kernels/normalization.c,
- * src/kernels/loss.c, src/kernels/cumsum.c): values against references computed here,
- * optional inputs and outputs, several dtypes, non-contiguous inputs, preallocated outputs,
- * zero-sized dims, the thread pool, and the error paths (bad shapes, dtypes, axes, labels out
- * of range, training mode). */
+/* Tests for the normalization (Layer, Batch, Instance, LRN), loss and CumSum generic kernels
+ * (src/kernels/normalization.c, src/kernels/loss.c, src/kernels/cumsum.c): values against
+ * references computed here, optional inputs and outputs, several dtypes, non-contiguous
+ * inputs, preallocated outputs, zero-sized dims, the thread pool, and the error paths (bad
+ * shapes, dtypes, axes, labels out of range, training mode). */
 #include "kernels/kernel.h"
 #include "test_harness.h"
 #include "kernel_test_util.h"
