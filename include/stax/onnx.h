@@ -1,10 +1,11 @@
 /* stax ONNX import: ONNX models (ModelProto files) to stax graphs, the list of ops a model
  * uses that stax cannot import, and TensorProto files (the backend tests' input_0.pb).
  *
- * Supported: the default domain ("" or "ai.onnx") at opsets 1 to 21. Nodes of older opsets
+ * Supported: the default domain ("" or "ai.onnx") at opsets 1 to 28. Nodes of older opsets
  * are converted to the current form where attributes became inputs or semantics changed
  * (Slice, Squeeze, Unsqueeze, Split, ReduceSum, Clip, Pad, TopK, Reshape, Upsample, Resize-10,
- * Softmax/LogSoftmax/Hardmax before 13, Dropout, BatchNormalization, legacy broadcasting).
+ * Softmax/LogSoftmax/Hardmax before 13, Dropout, BatchNormalization, legacy broadcasting,
+ * PRelu's per-channel slope before 7).
  * Tensors of every stax dtype, stored in raw_data, the typed fields, or external files next to
  * the model. A model file is user input: a malformed, truncated or hostile file gets an error
  * status naming the file and the problem, never a crash. */
@@ -20,7 +21,7 @@ extern "C" {
 #endif
 
 /* The newest default-domain opset stax imports. */
-#define STAX_ONNX_MAX_OPSET 21
+#define STAX_ONNX_MAX_OPSET 28
 
 /* Fixes a dim_param to a value: every dim named `name` becomes the constant `value`. */
 typedef struct stax_onnx_symbol_binding_t {

@@ -578,6 +578,12 @@ def instance_norm(x, scale, bias, epsilon=1e-5, name=None):
     return ops.InstanceNormalization(x, scale, bias, epsilon=epsilon, name=name)
 
 
+def local_response_norm(x, size, alpha=1e-4, beta=0.75, bias=1.0, name=None):
+    """LRN (AlexNet's local response normalization): x (N, C, D1, ...) divided by
+    (bias + alpha / size * sum of squares over `size` neighbouring channels) ** beta."""
+    return ops.LRN(x, size=size, alpha=alpha, beta=beta, bias=bias, name=name)
+
+
 # ---- linear algebra --------------------------------------------------------------------------
 
 
@@ -868,9 +874,10 @@ def depth_to_space(x, blocksize, mode="DCR", name=None):
     return ops.DepthToSpace(x, blocksize=blocksize, mode=mode, name=name)
 
 
-def space_to_depth(x, blocksize, name=None):
-    """Moves blocksize x blocksize spatial blocks into channels (ONNX SpaceToDepth)."""
-    return ops.SpaceToDepth(x, blocksize=blocksize, name=name)
+def space_to_depth(x, blocksize, mode="DCR", name=None):
+    """Moves blocksize x blocksize spatial blocks into channels (ONNX SpaceToDepth; mode
+    "DCR" or, from opset 28, "CRD")."""
+    return ops.SpaceToDepth(x, blocksize=blocksize, mode=mode, name=name)
 
 
 def compress(condition, x, axis=None, name=None):
@@ -954,7 +961,8 @@ NUMPY_NAMES = {
     "Softmax": "softmax", "LogSoftmax": "log_softmax", "Hardmax": "hardmax", "CumSum": "cumsum",
     "NegativeLogLikelihoodLoss": "nll_loss", "SoftmaxCrossEntropyLoss": "softmax_cross_entropy",
     "LayerNormalization": "layer_norm", "BatchNormalization": "batch_norm",
-    "InstanceNormalization": "instance_norm", "MatMul": "matmul", "Gemm": "gemm",
+    "InstanceNormalization": "instance_norm", "LRN": "local_response_norm",
+    "MatMul": "matmul", "Gemm": "gemm",
     "Einsum": "einsum", "Conv": "conv", "ConvTranspose": "conv_transpose",
     "MaxPool": "max_pool", "AveragePool": "avg_pool", "GlobalAveragePool": "global_avg_pool",
     "GlobalMaxPool": "global_max_pool", "Reshape": "reshape", "Flatten": "flatten",

@@ -104,6 +104,7 @@ SoftmaxCrossEntropyLoss: scores:x labels:i weights:x? | ignore_index:INT reducti
 LayerNormalization: x:x scale:x bias:x? | axis:INT epsilon:FLOAT stash_type:INT | 1-3
 BatchNormalization: x:x scale:x bias:x mean:x var:x | epsilon:FLOAT momentum:FLOAT training_mode:INT | 1-3
 InstanceNormalization: x:x scale:x bias:x | epsilon:FLOAT | 1
+LRN: x:x | alpha:FLOAT beta:FLOAT bias:FLOAT size:INT | 1
 MatMul: a:x b:x | | 1
 Gemm: a:x b:x c:x? | alpha:FLOAT beta:FLOAT transA:INT transB:INT | 1
 Einsum: inputs:x* | equation:STRING | 1
@@ -132,14 +133,14 @@ Pad: data:x pads:i constant_value:x? axes:i? | mode:STRING | 1
 Shape: data:x | start:INT end:INT | 1
 Size: data:x | | 1
 ConstantOfShape: shape:i | value:TENSOR | 1
-Range: start:x limit:x delta:x | | 1
+Range: start:x limit:x delta:x | stash_type:INT | 1
 Constant: | value:TENSOR value_float:FLOAT value_floats:FLOATS value_int:INT value_ints:INTS value_string:STRING value_strings:STRINGS | 1
 Resize: x:x roi:f? scales:f? sizes:i? | antialias:INT axes:INTS coordinate_transformation_mode:STRING cubic_coeff_a:FLOAT exclude_outside:INT extrapolation_value:FLOAT keep_aspect_ratio_policy:STRING mode:STRING nearest_mode:STRING | 1
 Trilu: x:x k:i? | upper:INT | 1
 OneHot: indices:i depth:i values:a | axis:INT | 1
 EyeLike: x:x | dtype:DTYPE k:INT | 1
 DepthToSpace: x:x | blocksize:INT mode:STRING | 1
-SpaceToDepth: x:x | blocksize:INT | 1
+SpaceToDepth: x:x | blocksize:INT mode:STRING | 1
 Compress: x:x condition:c | axis:INT | 1
 NonZero: x:x | | 1
 TopK: x:x k:i | axis:INT largest:INT sorted:INT | 2

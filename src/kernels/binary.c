@@ -226,6 +226,19 @@ static inline int64_t floor_mod_i64(int64_t x, int64_t y) {
   return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
 }
 
+/* Python-style remainder for floats (numpy's mod); see ModFloor below. */
+static inline float floor_mod_f32(float x, float y) {
+  float r = fmodf(x, y);
+  if (r == 0) return copysignf(0.0f, y);
+  return (r < 0) != (y < 0) ? r + y : r;
+}
+static inline double floor_mod_f64(double x, double y) {
+  double r = fmod(x, y);
+  if (r == 0) return copysign(0.0, y);
+  return (r < 0) != (y < 0) ? r + y : r;
+}
+#define floor_mod_float(x, y) _Generic((x), float: floor_mod_f32, double: floor_mod_f64)(x, y)
+
 /* x^e for integers, wrapping modulo 2^64 (the caller truncates to its width, which gives the
  * same result as wrapping at that width). Negative exponents give the truncated true value:
  * 1, +-1 for base -1, 0 otherwise; 0 to a negative power is a fault. */
@@ -262,7 +275,9 @@ SIGNED_TYPES(DEFINE_SAME, Div,
              y == 0 ? (fault = true, (T)0) : y == -1 ? (T)((U)0 - (U)x) : (T)(x / y))
 UNSIGNED_TYPES(DEFINE_SAME, Div, y == 0 ? (fault = true, (T)0) : (T)(x / y))
 
-/* Mod with fmod = 0: the result takes the divisor's sign (integers only). */
+/* Mod with fmod = 0: the result takes the divisor's sign. Floats (allowed since opset 28):
+ * a zero result is a zero with y's sign, and fmod's NaN for x = inf or y = 0 stays NaN. */
+FLOAT_TYPES(DEFINE_SAME, ModFloor, floor_mod_float(x, y))
 SIGNED_TYPES(DEFINE_SAME, ModFloor,
              y == 0 ? (fault = true, (T)0) : y == -1 ? (T)0 : (T)floor_mod_i64(x, y))
 UNSIGNED_TYPES(DEFINE_SAME, ModFloor, y == 0 ? (fault = true, (T)0) : (T)(x % y))
@@ -276,9 +291,18 @@ UNSIGNED_TYPES(DEFINE_SAME, ModTrunc, y == 0 ? (fault = true, (T)0) : (T)(x % y)
 FLOAT_TYPES(DEFINE_SAME, Pow, pow(x, y))
 BINARY_ROW(binary_Pow_INT64, int64_t, uint64_t, int64_t, integer_power(x, y, &fault))
 
-/* BitShift: shifting by the width or more gives 0 (numpy) instead of C's undefined shift. */
+/* BitShift: shifting by the width or more gives 0 (numpy) instead of C's undefined shift.
+ * Signed types (opset 28): left shifts wrap through the unsigned type; right shifts are
+ * arithmetic, written with ~ so no negative value is shifted (implementation-defined in C);
+ * a negative or too wide count leaves only the sign fill, -1 or 0. */
 UNSIGNED_TYPES(DEFINE_SAME, ShiftLeft, y >= sizeof(T) * 8 ? (T)0 : (T)((U)x << y))
 UNSIGNED_TYPES(DEFINE_SAME, ShiftRight, y >= sizeof(T) * 8 ? (T)0 : (T)(x >> y))
+SIGNED_TYPES(DEFINE_SAME, ShiftLeft,
+             y < 0 || (int64_t)y >= (int64_t)sizeof(T) * 8 ? (T)0 : (T)((U)x << y))
+SIGNED_TYPES(DEFINE_SAME, ShiftRight,
+             y < 0 || (int64_t)y >= (int64_t)sizeof(T) * 8 ? (x < 0 ? (T)-1 : (T)0)
+             : x < 0                                        ? (T)~(~x >> y)
+                                                            : (T)(x >> y))
 
 /* PRelu: slope * x where x < 0; unsigned x is never negative. */
 FLOAT_TYPES(DEFINE_SAME, PRelu, x < 0 ? x * y : x)
@@ -309,11 +333,6 @@ static stax_binary_row_fn binary_row_for(binary_kind_t kind, stax_dtype_t dtype)
     SIGNED_TYPES(CASE_FN, op) UNSIGNED_TYPES(CASE_FN, op)                   \
     default: return NULL;                                                   \
   }
-#define UNSIGNED(op)                                                        \
-  switch (dtype) {                                                          \
-    UNSIGNED_TYPES(CASE_FN, op)                                             \
-    default: return NULL;                                                   \
-  }
   switch (kind) {
     case BINARY_ADD: ANY_NUMBER(Add)
     case BINARY_SUB: ANY_NUMBER(Sub)
@@ -321,13 +340,12 @@ static stax_binary_row_fn binary_row_for(binary_kind_t kind, stax_dtype_t dtype)
     case BINARY_DIV: ANY_NUMBER(Div)
     case BINARY_MOD_TRUNC: ANY_NUMBER(ModTrunc)
     case BINARY_PRELU: ANY_NUMBER(PRelu)
-    case BINARY_MOD_FLOOR: INTEGER(ModFloor)
-    case BINARY_SHIFT_LEFT: UNSIGNED(ShiftLeft)
-    case BINARY_SHIFT_RIGHT: UNSIGNED(ShiftRight)
+    case BINARY_MOD_FLOOR: ANY_NUMBER(ModFloor)
+    case BINARY_SHIFT_LEFT: INTEGER(ShiftLeft)
+    case BINARY_SHIFT_RIGHT: INTEGER(ShiftRight)
   }
 #undef ANY_NUMBER
 #undef INTEGER
-#undef UNSIGNED
   return NULL;
 }
 
@@ -405,11 +423,6 @@ stax_status_t stax_kernel_Mod(stax_kernel_call_t* call) {
   if (fmod_flag != 0 && fmod_flag != 1)
     return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
                              "attribute 'fmod' must be 0 or 1, got %lld", (long long)fmod_flag);
-  stax_tensor_t* a = stax_kernel_input(call, 0);
-  if (a && fmod_flag == 0 && stax_dtype_is_float(a->dtype))
-    return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
-                             "attribute 'fmod' must be 1 for floating-point input 0 (%s)",
-                             stax_dtype_name(a->dtype));
   return binary_kernel(call, fmod_flag ? BINARY_MOD_TRUNC : BINARY_MOD_FLOOR,
                        "integer modulo by zero (input 1 holds a 0)");
 }

@@ -1,5 +1,5 @@
-/* Generic kernels for LayerNormalization, BatchNormalization (inference) and
- * InstanceNormalization.
+/* Generic kernels for LayerNormalization, BatchNormalization (inference),
+ * InstanceNormalization and LRN.
  *
  * LayerNormalization(X, Scale, B?) normalizes over the dims X[axis:] (axis default -1):
  *   Y = (X - mean) / sqrt(var + epsilon) * Scale + B,  var the population variance,
@@ -22,7 +22,13 @@
  * a row whose dims cannot be walked with one stride is first copied to a contiguous tensor.
  * Rows are split over the thread pool; each row is read three times in chunks (sum, squared
  * deviations, output) with no heap scratch. BatchNormalization folds the statistics into one
- * multiply-add per channel and walks X row by row. */
+ * multiply-add per channel and walks X row by row.
+ *
+ * LRN(X) (local response normalization, X of (N, C, D1, ...)) divides each element by
+ * (bias + alpha / size * square_sum) ^ beta, square_sum adding the squares of the same position
+ * in channels c - floor((size - 1) / 2) to c + ceil((size - 1) / 2), clipped to [0, C). Each
+ * (n, c) row of D1 * ... values is one task item, read in chunks: the window's rows are summed
+ * into a chunk of squares, then the row itself is scaled, in double. */
 #include <math.h>
 #include <string.h>
 
@@ -604,5 +610,112 @@ stax_status_t stax_kernel_BatchNormalization(stax_kernel_call_t* call) {
   }
   if (status != STAX_OK) release_created_outputs(call, preallocated);
   stax_allocator_free(call->allocator, scratch, scratch_bytes);
+  return status;
+}
+
+/* ---- LRN ------------------------------------------------------------------------------------ */
+
+typedef struct lrn_rows_t {
+  const stax_tensor_t* x; /* dims[2:] walkable with x_stride */
+  stax_tensor_t* y;
+  int64_t channels, row_length;
+  int64_t x_stride, y_stride;
+  int64_t before, after; /* the window: channels c - before to c + after */
+  double alpha_over_size, beta, bias;
+} lrn_rows_t;
+
+static void lrn_row(const lrn_rows_t* rows, int64_t row) {
+  const stax_tensor_t* x = rows->x;
+  int64_t x_size = (int64_t)stax_dtype_size(x->dtype);
+  int64_t y_size = (int64_t)stax_dtype_size(rows->y->dtype);
+  int64_t channel = row % rows->channels;
+  int64_t first = channel - rows->before > 0 ? channel - rows->before : 0;
+  int64_t last = channel + rows->after < rows->channels - 1 ? channel + rows->after
+                                                            : rows->channels - 1;
+  const char* x_base = stax_buffer_data(x->buffer);
+  /* Rows of one image are `channels` apart in row numbering and strides[1] apart in memory. */
+  int64_t x_row = row_offset(x, 2, x->dims, row);
+  int64_t y_row = row_offset(rows->y, 2, x->dims, row);
+  char* y_base = stax_buffer_data(rows->y->buffer);
+  double squares[NORM_CHUNK], values[NORM_CHUNK];
+  for (int64_t start = 0; start < rows->row_length; start += NORM_CHUNK) {
+    int64_t n = rows->row_length - start < NORM_CHUNK ? rows->row_length - start : NORM_CHUNK;
+    for (int64_t k = 0; k < n; k++) squares[k] = 0.0;
+    for (int64_t i = first; i <= last; i++) {
+      int64_t offset = x_row + (i - channel) * x->strides[1] + start * rows->x_stride;
+      stax_convert_strided(x->dtype, x_base + offset * x_size, rows->x_stride * x_size,
+                           STAX_DTYPE_FLOAT64, values, sizeof(double), n);
+      for (int64_t k = 0; k < n; k++) squares[k] += values[k] * values[k];
+    }
+    stax_convert_strided(x->dtype, x_base + (x_row + start * rows->x_stride) * x_size,
+                         rows->x_stride * x_size, STAX_DTYPE_FLOAT64, values, sizeof(double), n);
+    for (int64_t k = 0; k < n; k++)
+      values[k] /= pow(rows->bias + rows->alpha_over_size * squares[k], rows->beta);
+    stax_convert_strided(STAX_DTYPE_FLOAT64, values, sizeof(double), rows->y->dtype,
+                         y_base + (y_row + start * rows->y_stride) * y_size,
+                         rows->y_stride * y_size, n);
+  }
+}
+
+static void lrn_rows_task(void* opaque, int64_t begin, int64_t end) {
+  for (int64_t row = begin; row < end; row++) lrn_row(opaque, row);
+}
+
+stax_status_t stax_kernel_LRN(stax_kernel_call_t* call) {
+  const stax_tensor_t* x = stax_kernel_input(call, 0);
+  if (!x) return stax_kernel_error(call, STAX_INVALID_ARGUMENT, "input 0 is missing");
+  if (!stax_dtype_is_float(x->dtype))
+    return stax_kernel_error(call, STAX_DTYPE_MISMATCH,
+                             "input 0 must be a floating-point tensor, got %s",
+                             stax_dtype_name(x->dtype));
+  if (x->rank < 3)
+    return stax_kernel_error(call, STAX_SHAPE_MISMATCH,
+                             "input 0 has rank %d; LRN needs (N, C, D1, ...), rank >= 3, with "
+                             "the channels in dim 1",
+                             x->rank);
+  if (!stax_node_attr_find(call->node, "size"))
+    return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
+                             "attribute 'size' (how many channels of input 0 dim 1 to sum over) "
+                             "is required");
+  int64_t size = 0;
+  float alpha = 1e-4f, beta = 0.75f, bias = 1.0f;
+  STAX_RETURN_IF_ERROR(stax_node_attr_int(call->node, "size", 0, &size));
+  STAX_RETURN_IF_ERROR(stax_node_attr_float(call->node, "alpha", 1e-4f, &alpha));
+  STAX_RETURN_IF_ERROR(stax_node_attr_float(call->node, "beta", 0.75f, &beta));
+  STAX_RETURN_IF_ERROR(stax_node_attr_float(call->node, "bias", 1.0f, &bias));
+  if (size <= 0)
+    return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
+                             "attribute 'size' is %lld; it counts channels of input 0 dim 1 and "
+                             "must be positive",
+                             (long long)size);
+  bool preallocated[3] = {call->output_count > 0 && call->outputs[0] != NULL, false, false};
+  stax_tensor_t* copy = NULL;
+  int64_t x_stride = 1, y_stride = 1;
+  STAX_RETURN_IF_ERROR(rows_walkable(call, &x, 2, &copy, &x_stride));
+  int64_t row_length = 1;
+  for (int32_t d = 2; d < x->rank; d++) row_length *= x->dims[d];
+  lrn_rows_t rows = {
+      .x = x,
+      .channels = x->dims[1],
+      .row_length = row_length,
+      .x_stride = x_stride,
+      /* (size - 1) / 2 rounded down before the channel and up after it, as ONNX defines. */
+      .before = (size - 1) / 2,
+      .after = size / 2,
+      .alpha_over_size = (double)alpha / (double)size,
+      .beta = beta,
+      .bias = bias,
+  };
+  stax_status_t status = stax_kernel_output(call, 0, x->dtype, x->rank, x->dims, &rows.y);
+  if (status == STAX_OK && !region_stride(rows.y, 2, &y_stride))
+    status = stax_kernel_error(call, STAX_INTERNAL, "preallocated output 0 is not contiguous");
+  rows.y_stride = y_stride;
+  int64_t row_count = x->dims[0] * x->dims[1];
+  if (status == STAX_OK && row_count > 0 && row_length > 0) {
+    int64_t grain = row_length >= NORM_GRAIN_ELEMENTS ? 1 : NORM_GRAIN_ELEMENTS / row_length;
+    stax_parallel_for(call->pool, row_count, grain, lrn_rows_task, &rows);
+  }
+  if (status != STAX_OK) release_created_outputs(call, preallocated);
+  if (copy) stax_tensor_release(copy);
   return status;
 }

@@ -40,17 +40,24 @@ static stax_status_t copy_permuted(stax_kernel_call_t* call, stax_tensor_t* data
   return status;
 }
 
+/* The mode attribute: DCR (the default) or CRD; *out_dcr says which. */
+static stax_status_t read_mode(stax_kernel_call_t* call, bool* out_dcr) {
+  const char* mode = NULL;
+  STAX_RETURN_IF_ERROR(stax_node_attr_string(call->node, "mode", "DCR", &mode));
+  *out_dcr = strcmp(mode, "DCR") == 0;
+  if (!*out_dcr && strcmp(mode, "CRD") != 0)
+    return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
+                             "attribute 'mode' must be DCR or CRD, got \"%s\"", mode);
+  return STAX_OK;
+}
+
 stax_status_t stax_kernel_DepthToSpace(stax_kernel_call_t* call) {
   stax_tensor_t* data = NULL;
   STAX_RETURN_IF_ERROR(stax_movement_require_input(call, 0, &data));
   int64_t b = 0;
   STAX_RETURN_IF_ERROR(read_blocksize(call, data, &b));
-  const char* mode = NULL;
-  STAX_RETURN_IF_ERROR(stax_node_attr_string(call->node, "mode", "DCR", &mode));
-  bool dcr = strcmp(mode, "DCR") == 0;
-  if (!dcr && strcmp(mode, "CRD") != 0)
-    return stax_kernel_error(call, STAX_INVALID_ARGUMENT, "attribute 'mode' must be DCR or CRD, got \"%s\"",
-                             mode);
+  bool dcr = true;
+  STAX_RETURN_IF_ERROR(read_mode(call, &dcr));
   const int64_t* d = data->dims;
   const int64_t* s = data->strides;
   if (d[1] % (b * b) != 0)
@@ -85,6 +92,8 @@ stax_status_t stax_kernel_SpaceToDepth(stax_kernel_call_t* call) {
   STAX_RETURN_IF_ERROR(stax_movement_require_input(call, 0, &data));
   int64_t b = 0;
   STAX_RETURN_IF_ERROR(read_blocksize(call, data, &b));
+  bool dcr = true;
+  STAX_RETURN_IF_ERROR(read_mode(call, &dcr));
   const int64_t* d = data->dims;
   const int64_t* s = data->strides;
   if (d[2] % b != 0 || d[3] % b != 0)
@@ -94,9 +103,14 @@ stax_status_t stax_kernel_SpaceToDepth(stax_kernel_call_t* call) {
   int64_t out_dims[4] = {d[0], 0, d[2] / b, d[3] / b};
   if (__builtin_mul_overflow(d[1], b * b, &out_dims[1]))
     return stax_kernel_error(call, STAX_OUT_OF_RANGE, "the output's channel dim overflows");
-  /* Output [N, b, b, C, H/b, W/b] element (n, bh, bw, c, h, w) reads input
-   * (n, c, h * b + bh, w * b + bw). */
-  int64_t dims6[6] = {d[0], b, b, d[1], d[2] / b, d[3] / b};
-  int64_t strides6[6] = {s[0], s[2], s[3], s[1], b * s[2], b * s[3]};
+  /* Output element (n, bh, bw, c, h, w) of [N, b, b, C, H/b, W/b] (DCR), or (n, c, bh, bw,
+   * h, w) of [N, C, b, b, H/b, W/b] (CRD), reads input (n, c, h * b + bh, w * b + bw). */
+  if (dcr) {
+    int64_t dims6[6] = {d[0], b, b, d[1], d[2] / b, d[3] / b};
+    int64_t strides6[6] = {s[0], s[2], s[3], s[1], b * s[2], b * s[3]};
+    return copy_permuted(call, data, out_dims, dims6, strides6);
+  }
+  int64_t dims6[6] = {d[0], d[1], b, b, d[2] / b, d[3] / b};
+  int64_t strides6[6] = {s[0], s[1], s[2], s[3], b * s[2], b * s[3]};
   return copy_permuted(call, data, out_dims, dims6, strides6);
 }

@@ -46,6 +46,10 @@ static stax_status_t stax_onnx_import_model(stax_allocator_t allocator,
                                             const char* external_directory,
                                             const stax_onnx_import_options_t* options,
                                             stax_graph_t** out_graph) {
+  /* The opset first: a model newer than stax gets one message saying how to convert it
+   * rather than every one of its ops listed as unsupported. */
+  int64_t opset = 0;
+  STAX_RETURN_IF_ERROR(stax_onnx_model_opset(model, name, &opset));
   stax_onnx_op_report_t* report = NULL;
   STAX_RETURN_IF_ERROR(stax_onnx_op_report_build(allocator, model, &report));
   stax_status_t status = stax_onnx_report_status(allocator, report, name);
@@ -58,7 +62,7 @@ static stax_status_t stax_onnx_import_model(stax_allocator_t allocator,
   importer.model_name = name;
   importer.external_directory = external_directory;
   importer.options = options ? options : &stax_onnx_default_options;
-  STAX_RETURN_IF_ERROR(stax_onnx_model_opset(model, name, &importer.opset));
+  importer.opset = opset;
   stax_arena_init(&importer.arena, allocator, 0);
   stax_graph_t* graph = NULL;
   STAX_GOTO_IF_ERROR(status, stax_graph_create(allocator, &graph), cleanup);

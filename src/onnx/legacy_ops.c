@@ -11,6 +11,7 @@
  *   - Dropout < 10 returned its mask in the input's type: a Cast follows;
  *   - BatchNormalization < 14 signalled training by asking for more outputs: training_mode;
  *   - legacy broadcasting (< 7, broadcast=1 with axis): B gets trailing 1-dims (Unsqueeze);
+ *     so does PRelu < 7's per-channel slope [C] (applied along input dim 1);
  *   - harmless legacy attributes are dropped (consumed_inputs, is_test, spatial=1, Gemm's
  *     broadcast), Cast < 6 names its target type by string, Concat < 4 defaults axis to 1.
  * Other reduce ops keep axes as attributes before opset 18: their kernels accept both. */
@@ -270,6 +271,34 @@ static stax_status_t stax_onnx_legacy_broadcast(stax_onnx_node_t* node) {
   return STAX_OK;
 }
 
+/* ---- PRelu < 7 ---------------------------------------------------------------------------- */
+
+/* Before opset 7 a slope was one value or one per channel (input dim 1), not numpy-broadcast:
+ * a [C] slope of an [N, C, D1, ...] input gets trailing 1-dims ([C, 1, ...]) so numpy
+ * broadcasting applies it per channel. A slope of rank >= 2 is already laid out that way. */
+static stax_status_t stax_onnx_legacy_prelu(stax_onnx_node_t* node) {
+  if (node->input_count < 2 || node->inputs[0] == STAX_VALUE_NONE ||
+      node->inputs[1] == STAX_VALUE_NONE) {
+    return STAX_OK;
+  }
+  stax_graph_t* graph = stax_onnx_node_graph(node);
+  int32_t rank_x = stax_value_rank(graph, node->inputs[0]);
+  int32_t rank_slope = stax_value_rank(graph, node->inputs[1]);
+  if (rank_slope != 1 || rank_x < 3) return STAX_OK;
+  int32_t trailing = rank_x - 2;
+  int64_t axes[STAX_MAX_RANK];
+  for (int32_t k = 0; k < trailing; k++) axes[k] = 1 + k;
+  stax_value_id_t axes_value = STAX_VALUE_NONE;
+  STAX_RETURN_IF_ERROR(
+      stax_onnx_node_int64_constant(node, "slope_axes", false, trailing, axes, &axes_value));
+  stax_value_id_t unsqueeze_inputs[2] = {node->inputs[1], axes_value};
+  stax_value_id_t per_channel = STAX_VALUE_NONE;
+  STAX_RETURN_IF_ERROR(stax_onnx_emit(node, STAX_OP_Unsqueeze, "slope_per_channel", 2,
+                                      unsqueeze_inputs, 1, NULL, 0, NULL, &per_channel));
+  node->inputs[1] = per_channel;
+  return STAX_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 stax_status_t stax_onnx_legacy_convert(stax_onnx_node_t* node, bool* out_done) {
@@ -323,6 +352,7 @@ stax_status_t stax_onnx_legacy_convert(stax_onnx_node_t* node, bool* out_done) {
     stax_onnx_attrs_remove(&node->attrs, "broadcast");
     return STAX_OK;
   }
+  if (stax_onnx_is(node, "PRelu") && opset < 7) return stax_onnx_legacy_prelu(node);
   if (opset < 7 && stax_onnx_is_legacy_broadcast_op(node)) {
     return stax_onnx_legacy_broadcast(node);
   }

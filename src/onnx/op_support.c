@@ -6,6 +6,11 @@
 
 #include "onnx/onnx_internal.h"
 
+/* STAX_ONNX_MAX_OPSET as text, for reasons that are string constants. */
+#define STAX_ONNX_TEXT_OF(x) #x
+#define STAX_ONNX_TEXT(x) STAX_ONNX_TEXT_OF(x)
+#define STAX_ONNX_OPSET_TEXT STAX_ONNX_TEXT(STAX_ONNX_MAX_OPSET)
+
 /* How many node names one report entry prints before "and N more". */
 #define STAX_ONNX_REPORT_NAMES_SHOWN 8
 
@@ -45,10 +50,12 @@ stax_status_t stax_onnx_model_opset(const Onnx__ModelProto* model, const char* n
                             name, (long long)model->ir_version);
   }
   if (version > STAX_ONNX_MAX_OPSET) {
+    /* The onnx package converts opsets from Python only (there is no command line for it). */
     return stax_status_make(STAX_UNIMPLEMENTED,
                             "model '%s' uses default-domain opset %lld; stax supports opsets 1 "
-                            "to %d",
-                            name, (long long)version, STAX_ONNX_MAX_OPSET);
+                            "to %d: convert the model with the onnx package's Python API, "
+                            "onnx.version_converter.convert_version(model, %d)",
+                            name, (long long)version, STAX_ONNX_MAX_OPSET, STAX_ONNX_MAX_OPSET);
   }
   *out_opset = version;
   return STAX_OK;
@@ -81,7 +88,11 @@ static int32_t stax_onnx_present_outputs(const Onnx__NodeProto* node) {
 
 const char* stax_onnx_unsupported_reason(const Onnx__NodeProto* node, int64_t opset) {
   if (!stax_onnx_is_default_domain(node->domain)) return "domain not supported";
-  if (opset > STAX_ONNX_MAX_OPSET) return "opset newer than stax supports";
+  if (opset > STAX_ONNX_MAX_OPSET) {
+    return "opset newer than stax supports (at most " STAX_ONNX_OPSET_TEXT
+           "; onnx.version_converter.convert_version(model, " STAX_ONNX_OPSET_TEXT
+           ") in Python converts a model)";
+  }
   const char* op_type = node->op_type ? node->op_type : "";
   if (stax_onnx_op_for_type(op_type) == STAX_OP_INVALID) return "not implemented";
 

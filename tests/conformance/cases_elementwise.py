@@ -214,6 +214,10 @@ def gen_mod(g):
             b = g.data(sb, dtype, value=bv)
             expected = np.fmod(to64(a.value), to64(b.value)).astype(dtype)
             g.case([a, b], [expected], attrs=[A.i("fmod", 1)], tol=tol_for(dtype, 4))
+            # fmod = 0 on floats (opset 28): numpy's mod, the divisor's sign
+            expected = np.mod(to64(a.value), to64(b.value)).astype(dtype)
+            g.case([a, b], [expected], attrs=[A.i("fmod", 0)], tol=tol_for(dtype, 4),
+                   tag="floor")
 
 
 def gen_bitshift(g):
@@ -227,6 +231,26 @@ def gen_bitshift(g):
                 r = np.left_shift(av, bv) if direction == "LEFT" else np.right_shift(av, bv)
                 r = (r & np.uint64(2 ** bits - 1)) if bits < 64 else r
                 g.case([a, b], [r.astype(dtype)], attrs=[A.s("direction", direction)])
+    # signed types (opset 28): arithmetic right shifts, sign fill past the width
+    for dtype in ("int8", "int16", "int32", "int64"):
+        bits = np.dtype(dtype).itemsize * 8
+        info = np.iinfo(dtype)
+        for direction in ("LEFT", "RIGHT"):
+            for sa, sb in sample(g, BINARY_SHAPES, 3):
+                a = g.data(sa, dtype, max(info.min, -2 ** 62), min(info.max, 2 ** 62))
+                b = g.data(sb, dtype, -2, bits + 2)
+                av, bv = a.value.astype(np.int64), b.value.astype(np.int64)
+                av, bv = np.broadcast_arrays(av, bv)
+                wide = (bv < 0) | (bv >= bits)
+                safe = np.where(wide, 0, bv)
+                if direction == "LEFT":
+                    r = np.where(wide, 0, np.left_shift(av.astype(np.uint64),
+                                                        safe.astype(np.uint64)))
+                    r = r.astype(np.uint64).astype(dtype.replace("int", "uint")).view(dtype)
+                else:
+                    r = np.where(wide, np.where(av < 0, -1, 0), np.right_shift(av, safe))
+                g.case([a, b], [np.asarray(r).astype(dtype)],
+                       attrs=[A.s("direction", direction)], tag="signed")
 
 
 def gen_prelu(g):

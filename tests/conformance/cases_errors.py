@@ -65,7 +65,7 @@ def errors_for(op):
         "TopK": lambda g: (err(g, [x(g, (3, 4)), feed(g, [5])], n_outputs=2),
                            err(g, [x(g, (3, 4)), feed(g, [-1])], n_outputs=2)),
         "ConstantOfShape": lambda g: err(g, [feed(g, [2, -3])]),
-        "Mod": lambda g: err(g, [x(g, (3,)), x(g, (3,))], attrs=[A.i("fmod", 0)]),
+        "Mod": lambda g: err(g, [x(g, (3,)), x(g, (3,))], attrs=[A.i("fmod", 2)]),
         "Add": lambda g: err(g, [x(g, (3,)), x(g, (4,))]),
         "MatMul": lambda g: err(g, [x(g, (3, 4)), x(g, (5, 6))]),
         "Concat": lambda g: err(g, [x(g, (2, 3)), x(g, (4, 5))], attrs=[A.i("axis", 0)]),
@@ -84,5 +84,8 @@ def errors_for(op):
         "Einsum": lambda g: err(g, [x(g, (2, 3, 4)), x(g, (4, 5))],
                                 attrs=[A.s("equation", "ij,jk->ik")]),
         "Pad": lambda g: err(g, [x(g, (3, 4)), feed(g, [0, 0, 0]), NONE]),
+        "LRN": lambda g: (err(g, [x(g, (2, 3, 4))]),
+                          err(g, [x(g, (2, 3, 4))], attrs=[A.i("size", 0)]),
+                          err(g, [x(g, (2, 3))], attrs=[A.i("size", 3)])),
     }
     return table.get(op)

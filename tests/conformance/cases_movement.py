@@ -578,6 +578,10 @@ def gen_space_to_depth(g):
         x = g.data(shape, dtype, -9, 9)
         t = x.value.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
         g.case([x], [t.reshape(n, c * b * b, h // b, w // b)], attrs=[A.i("blocksize", b)])
+        # mode (opset 28): CRD orders the output channels c, row, column
+        t = x.value.reshape(n, c, h // b, b, w // b, b).transpose(0, 1, 3, 5, 2, 4)
+        g.case([x], [t.reshape(n, c * b * b, h // b, w // b)],
+               attrs=[A.i("blocksize", b), A.s("mode", "CRD")], tag="crd")
 
 
 # ---- one program, many shapes ---------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Conformance cases and numpy references for reductions (Reduce* with axes as attribute or
 input, keepdims, empty axes, empty reductions), ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax,
-CumSum, the two losses, and Layer/Batch/Instance normalization."""
+CumSum, the two losses, Layer/Batch/Instance normalization and LRN."""
 
 import numpy as np
 
@@ -545,13 +545,44 @@ def gen_instancenorm(g):
     offset_normalization(g, "InstanceNormalization")
 
 
+def lrn_reference(v, size, alpha, beta, bias):
+    """ONNX's LRN: squares summed over channels c - floor((size-1)/2) .. c + ceil((size-1)/2),
+    clipped to the channel range; alpha, beta, bias are float32 attributes."""
+    alpha, beta, bias = f32(alpha), f32(beta), f32(bias)
+    channels = v.shape[1]
+    square_sum = np.zeros_like(v)
+    for c in range(channels):
+        first, last = max(0, c - (size - 1) // 2), min(channels - 1, c + size // 2)
+        square_sum[:, c] = np.sum(v[:, first:last + 1] ** 2, axis=1)
+    return v / (bias + alpha / size * square_sum) ** beta
+
+
+def gen_lrn(g):
+    # C below, at and above size; C = 1; even and odd sizes; ranks 3 to 5; an empty batch
+    cases = [((2, 3, 4, 5), 5), ((1, 1, 3, 3), 3), ((2, 6, 2, 2), 2), ((1, 7, 5), 4),
+             ((2, 4, 1, 2, 3), 3), ((0, 3, 2, 2), 3), ((1, 16, 9, 9), 5), ((2, 9, 40), 1)]
+    for dtype in FLOATS:
+        use = cases if dtype == "float32" else sample(g, cases, 4)
+        for shape, size in use:
+            x = g.data(shape, dtype, -3, 3)
+            alpha, beta, bias = g.choice([(1e-4, 0.75, 1.0), (0.5, 0.6, 2.0), (2.0, 1.0, 0.5)])
+            y = lrn_reference(to64(x.value), size, alpha, beta, bias)
+            g.case([x], [y.astype(dtype)],
+                   attrs=[A.i("size", size), A.f("alpha", alpha), A.f("beta", beta),
+                          A.f("bias", bias)],
+                   tol=tol_for(dtype, 8))
+    x = g.data((2, 5, 3, 3), "float32", -3, 3)
+    g.case([x], [lrn_reference(to64(x.value), 3, 1e-4, 0.75, 1.0).astype(np.float32)],
+           attrs=[A.i("size", 3)], tol=tol_for("float32", 8), tag="defaults")
+
+
 GENERATORS = {
     "ArgMax": gen_arg("ArgMax"), "ArgMin": gen_arg("ArgMin"),
     "Softmax": gen_softmax("Softmax"), "LogSoftmax": gen_softmax("LogSoftmax"),
     "Hardmax": gen_softmax("Hardmax"), "CumSum": gen_cumsum,
     "NegativeLogLikelihoodLoss": gen_nll, "SoftmaxCrossEntropyLoss": gen_sce,
     "LayerNormalization": gen_layernorm, "BatchNormalization": gen_batchnorm,
-    "InstanceNormalization": gen_instancenorm,
+    "InstanceNormalization": gen_instancenorm, "LRN": gen_lrn,
 }
 for _op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
             "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"):

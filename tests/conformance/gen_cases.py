@@ -489,7 +489,7 @@ BF16_OPS = set("""
 Add Sub Mul Div PRelu Equal Less Greater Max Min Sum Mean Where Relu LeakyRelu Elu Gelu Sigmoid
 HardSwish Softplus Tanh Exp Log Sqrt Reciprocal Neg Abs Erf Sin Floor Round Sign IsNaN IsInf
 ReduceSum ReduceMean ReduceMax ReduceL2 ReduceLogSumExp ArgMax Softmax LogSoftmax CumSum
-LayerNormalization BatchNormalization InstanceNormalization MatMul Gemm Einsum Conv
+LayerNormalization BatchNormalization InstanceNormalization LRN MatMul Gemm Einsum Conv
 ConvTranspose MaxPool AveragePool GlobalAveragePool Transpose Concat Gather Slice Pad Expand
 """.split())
 

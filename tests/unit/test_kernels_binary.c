@@ -233,9 +233,28 @@ static void test_mod_signs(void) {
   CHECK_NEAR(kt_get_codec(out, 1), 1.5, 0);
   stax_tensor_release(out);
   out = NULL;
-  CHECK_ERROR(kt_run_kernel(stax_kernel_Mod, STAX_OP_Mod, &fmod0, 1, finputs, 2, &out, 1, NULL),
-              STAX_INVALID_ARGUMENT, "Mod node 'node0': attribute 'fmod' must be 1");
-  CHECK(out == NULL);
+  /* fmod = 0 on floats (opset 28): numpy's mod, the divisor's sign; a zero result is a zero
+   * with the divisor's sign, x = inf or y = 0 give NaN, y = inf gives x or y. */
+  CHECK_OK(kt_run_kernel(stax_kernel_Mod, STAX_OP_Mod, &fmod0, 1, finputs, 2, &out, 1, NULL));
+  CHECK_NEAR(kt_get_codec(out, 0), 0.5, 0);
+  CHECK_NEAR(kt_get_codec(out, 1), -0.5, 0);
+  stax_tensor_release(out);
+  out = NULL;
+  const int64_t six[1] = {6};
+  double sa[6] = {4, -4, INFINITY, 3, 5, -5}, sb[6] = {-2, 2, 3, 0, INFINITY, INFINITY};
+  stax_tensor_t* special_a = kt_make_codec(STAX_DTYPE_FLOAT32, 1, six, sa);
+  stax_tensor_t* special_b = kt_make_codec(STAX_DTYPE_FLOAT32, 1, six, sb);
+  stax_tensor_t* special[2] = {special_a, special_b};
+  CHECK_OK(kt_run_kernel(stax_kernel_Mod, STAX_OP_Mod, &fmod0, 1, special, 2, &out, 1, NULL));
+  const float* sr = stax_tensor_data(out);
+  CHECK(sr[0] == 0 && signbit(sr[0]));
+  CHECK(sr[1] == 0 && !signbit(sr[1]));
+  CHECK(isnan(sr[2]) && isnan(sr[3]));
+  CHECK(sr[4] == 5);
+  CHECK(isinf(sr[5]) && sr[5] > 0);
+  stax_tensor_release(out);
+  out = NULL;
+  kt_release_all((stax_tensor_t*[]){special_a, special_b}, 2);
   stax_node_attr_t fmod2 = kt_attr_int("fmod", 2);
   CHECK_ERROR(kt_run_kernel(stax_kernel_Mod, STAX_OP_Mod, &fmod2, 1, inputs, 2, &out, 1, NULL),
               STAX_INVALID_ARGUMENT, "'fmod' must be 0 or 1");
@@ -386,13 +405,51 @@ static void test_bitshift(void) {
               STAX_INVALID_ARGUMENT, "BitShift node 'node0': attribute 'direction'");
   CHECK_ERROR(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, NULL, 0, inputs, 2, &out, 1, NULL),
               STAX_INVALID_ARGUMENT, "direction");
-  stax_tensor_t* signed_a = kt_make_codec(STAX_DTYPE_INT32, 1, dims, (double[]){1, 2, 3, 4});
-  stax_tensor_t* signed_inputs[2] = {signed_a, signed_a};
-  CHECK_ERROR(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, &left, 1, signed_inputs, 2, &out,
-                         1, NULL),
-              STAX_DTYPE_MISMATCH, "int32");
+  /* Signed types (opset 28): arithmetic right shifts; a negative or too wide count leaves
+   * the sign fill (-1 or 0); left shifts drop the bits past the sign bit. */
+  const int64_t six[1] = {6};
+  int8_t sa[6] = {-128, -5, 100, -1, -7, 64}, sb[6] = {7, 1, -1, 8, 2, 1};
+  stax_tensor_t* signed_a = kt_make_raw(STAX_DTYPE_INT8, 1, six, sa);
+  stax_tensor_t* signed_b = kt_make_raw(STAX_DTYPE_INT8, 1, six, sb);
+  stax_tensor_t* signed_inputs[2] = {signed_a, signed_b};
+  CHECK_OK(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, &right, 1, signed_inputs, 2,
+                         &out, 1, NULL));
+  const int8_t* sr = stax_tensor_data(out);
+  const int8_t expected_right[6] = {-1, -3, 0, -1, -2, 32};
+  for (int i = 0; i < 6; i++) CHECK_EQ_INT(sr[i], expected_right[i]);
+  stax_tensor_release(out);
+  out = NULL;
+  CHECK_OK(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, &left, 1, signed_inputs, 2,
+                         &out, 1, NULL));
+  sr = stax_tensor_data(out);
+  const int8_t expected_left[6] = {0, -10, 0, 0, -28, -128};
+  for (int i = 0; i < 6; i++) CHECK_EQ_INT(sr[i], expected_left[i]);
+  stax_tensor_release(out);
+  out = NULL;
+  int64_t la[3] = {INT64_MIN, -1, 3}, lb[3] = {63, 64, 62};
+  stax_tensor_t* long_a = kt_make_raw(STAX_DTYPE_INT64, 1, three, la);
+  stax_tensor_t* long_b = kt_make_raw(STAX_DTYPE_INT64, 1, three, lb);
+  stax_tensor_t* long_inputs[2] = {long_a, long_b};
+  CHECK_OK(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, &right, 1, long_inputs, 2,
+                         &out, 1, NULL));
+  const int64_t* lr = stax_tensor_data(out);
+  CHECK(lr[0] == -1 && lr[1] == -1 && lr[2] == 0);
+  stax_tensor_release(out);
+  out = NULL;
+  CHECK_OK(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, &left, 1, long_inputs, 2,
+                         &out, 1, NULL));
+  lr = stax_tensor_data(out);
+  CHECK(lr[0] == 0 && lr[1] == 0 && lr[2] == INT64_MIN + (INT64_C(1) << 62));
+  stax_tensor_release(out);
+  out = NULL;
+  stax_tensor_t* floats = kt_make_codec(STAX_DTYPE_FLOAT32, 1, dims, (double[]){1, 2, 3, 4});
+  stax_tensor_t* float_inputs[2] = {floats, floats};
+  CHECK_ERROR(kt_run_kernel(stax_kernel_BitShift, STAX_OP_BitShift, &left, 1, float_inputs, 2,
+                            &out, 1, NULL),
+              STAX_DTYPE_MISMATCH, "float32");
   CHECK(out == NULL);
-  kt_release_all((stax_tensor_t*[]){ta, tb, xa, xb, signed_a}, 5);
+  kt_release_all((stax_tensor_t*[]){ta, tb, xa, xb, signed_a, signed_b, long_a, long_b, floats},
+                 9);
 }
 
 static void test_prelu(void) {

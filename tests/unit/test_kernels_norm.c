@@ -1,8 +1,8 @@
-/* Tests for the normalization, loss and CumSum generic kernels (src/kernels/normalization.c,
- * src/kernels/loss.c, src/kernels/cumsum.c): values against references computed here,
- * optional inputs and outputs, several dtypes, non-contiguous inputs, preallocated outputs,
- * zero-sized dims, the thread pool, and the error paths (bad shapes, dtypes, axes, labels out
- * of range, training mode). */
+/* Tests for the normalization (Layer, Batch, Instance, LRN), loss and CumSum generic kernels
+ * (src/kernels/normalization.c, src/kernels/loss.c, src/kernels/cumsum.c): values against
+ * references computed here, optional inputs and outputs, several dtypes, non-contiguous
+ * inputs, preallocated outputs, zero-sized dims, the thread pool, and the error paths (bad
+ * shapes, dtypes, axes, labels out of range, training mode). */
 #include "kernels/kernel.h"
 #include "test_harness.h"
 #include "kernel_test_util.h"
@@ -12,6 +12,7 @@ static stax_kernel_fn kernel_for(stax_op_t op) {
     case STAX_OP_LayerNormalization: return stax_kernel_LayerNormalization;
     case STAX_OP_BatchNormalization: return stax_kernel_BatchNormalization;
     case STAX_OP_InstanceNormalization: return stax_kernel_InstanceNormalization;
+    case STAX_OP_LRN: return stax_kernel_LRN;
     case STAX_OP_NegativeLogLikelihoodLoss: return stax_kernel_NegativeLogLikelihoodLoss;
     case STAX_OP_SoftmaxCrossEntropyLoss: return stax_kernel_SoftmaxCrossEntropyLoss;
     case STAX_OP_CumSum: return stax_kernel_CumSum;
@@ -527,6 +528,137 @@ static void test_instance_norm(void) {
   kt_release_all(inputs, 3);
 }
 
+/* ---- LRN ------------------------------------------------------------------------------------ */
+
+/* The ONNX formula over contiguous (N, C, S) values: channels c - floor((size - 1) / 2) to
+ * c + ceil((size - 1) / 2), clipped to [0, C). */
+static void reference_lrn(const double* x, int64_t n, int64_t c, int64_t s, int64_t size,
+                          double alpha, double beta, double bias, double* y) {
+  for (int64_t b = 0; b < n; b++) {
+    for (int64_t ch = 0; ch < c; ch++) {
+      int64_t first = ch - (size - 1) / 2, last = ch + size / 2;
+      if (first < 0) first = 0;
+      if (last > c - 1) last = c - 1;
+      for (int64_t k = 0; k < s; k++) {
+        double sum = 0;
+        for (int64_t i = first; i <= last; i++) {
+          double v = x[(b * c + i) * s + k];
+          sum += v * v;
+        }
+        y[(b * c + ch) * s + k] =
+            x[(b * c + ch) * s + k] / pow(bias + alpha / (double)size * sum, beta);
+      }
+    }
+  }
+}
+
+static void test_lrn(void) {
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(kt_allocator(), 3, &pool));
+  /* (N, C, H, W) with C below, at and above the window, even and odd sizes, a spatial row
+   * longer than one chunk, float32 / float64 / float16 / bfloat16. */
+  static const struct {
+    int64_t dims[4];
+    int64_t size;
+    stax_dtype_t dtype;
+  } cases[] = {
+      {{2, 3, 2, 3}, 5, STAX_DTYPE_FLOAT32},  {{1, 1, 3, 3}, 3, STAX_DTYPE_FLOAT32},
+      {{2, 6, 1, 2}, 2, STAX_DTYPE_FLOAT64},  {{1, 7, 2, 2}, 4, STAX_DTYPE_FLOAT32},
+      {{1, 4, 17, 19}, 3, STAX_DTYPE_FLOAT32}, {{2, 5, 2, 2}, 3, STAX_DTYPE_FLOAT16},
+      {{1, 5, 3, 1}, 1, STAX_DTYPE_BFLOAT16},
+  };
+  const float alpha = 0.5f, beta = 0.6f, bias = 2.0f;
+  for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+    const int64_t* d = cases[t].dims;
+    int64_t count = d[0] * d[1] * d[2] * d[3];
+    double values[1400], want[1400], got[1400];
+    CHECK(count <= 1400);
+    stax_dtype_t dtype = cases[t].dtype;
+    for (int64_t i = 0; i < count; i++) values[i] = random_value() / 4;
+    stax_tensor_t* x = kt_make(dtype, 4, d, values);
+    kt_read_values(x, values); /* what the dtype holds */
+    stax_node_attr_t attrs[] = {kt_attr_int("size", cases[t].size), kt_attr_float("alpha", alpha),
+                                kt_attr_float("beta", beta), kt_attr_float("bias", bias)};
+    stax_tensor_t* outputs[1] = {NULL};
+    CHECK_OK(run_node(STAX_OP_LRN, attrs, 4, &x, 1, outputs, 1, pool));
+    reference_lrn(values, d[0], d[1], d[2] * d[3], cases[t].size, alpha, beta, bias, want);
+    double tolerance = dtype == STAX_DTYPE_FLOAT64   ? 1e-12
+                       : dtype == STAX_DTYPE_FLOAT32 ? 1e-6
+                       : dtype == STAX_DTYPE_FLOAT16 ? 1e-3
+                                                     : 8e-3;
+    if (outputs[0]) {
+      CHECK(outputs[0]->dtype == dtype);
+      kt_read_values(outputs[0], got);
+      CHECK(all_close(got, want, count, tolerance));
+    }
+    kt_release_all(outputs, 1);
+    stax_tensor_release(x);
+  }
+
+  /* A non-contiguous input (H and W swapped through a view) and a rank-3 and rank-5 one. */
+  const int64_t dims[] = {2, 4, 3, 5};
+  double values[120], want[120], got[120];
+  for (int i = 0; i < 120; i++) values[i] = random_value();
+  stax_tensor_t* x = kt_make(STAX_DTYPE_FLOAT32, 4, dims, values);
+  const int32_t perm[] = {0, 1, 3, 2};
+  stax_tensor_t* swapped = NULL;
+  CHECK_OK(stax_tensor_transpose(kt_allocator(), x, perm, &swapped)); /* [2, 4, 5, 3] view */
+  stax_tensor_t* materialized = NULL;
+  CHECK_OK(stax_tensor_copy(kt_allocator(), swapped, &materialized));
+  double swapped_values[120];
+  kt_read_values(materialized, swapped_values);
+  stax_node_attr_t attrs[] = {kt_attr_int("size", 3)};
+  stax_tensor_t* outputs[1] = {NULL};
+  CHECK_OK(run_node(STAX_OP_LRN, attrs, 1, &swapped, 1, outputs, 1, NULL));
+  reference_lrn(swapped_values, 2, 4, 15, 3, (double)1e-4f, 0.75, 1.0, want);
+  if (outputs[0]) {
+    kt_read_values(outputs[0], got);
+    CHECK(all_close(got, want, 120, 1e-6));
+  }
+  kt_release_all(outputs, 1);
+  const int64_t rank3[] = {2, 4, 15}, rank5[] = {2, 4, 3, 1, 5};
+  for (int k = 0; k < 2; k++) {
+    stax_tensor_t* reshaped = kt_make(STAX_DTYPE_FLOAT32, k ? 5 : 3, k ? rank5 : rank3, values);
+    CHECK_OK(run_node(STAX_OP_LRN, attrs, 1, &reshaped, 1, outputs, 1, NULL));
+    reference_lrn(values, 2, 4, 15, 3, (double)1e-4f, 0.75, 1.0, want);
+    if (outputs[0]) {
+      kt_read_values(outputs[0], got);
+      CHECK(all_close(got, want, 120, 1e-6));
+    }
+    kt_release_all(outputs, 1);
+    stax_tensor_release(reshaped);
+  }
+  /* A preallocated output is written in place. */
+  stax_tensor_t* preallocated = kt_make(STAX_DTYPE_FLOAT32, 4, dims, NULL);
+  outputs[0] = preallocated;
+  CHECK_OK(run_node(STAX_OP_LRN, attrs, 1, &x, 1, outputs, 1, NULL));
+  CHECK(outputs[0] == preallocated);
+  reference_lrn(values, 2, 4, 15, 3, (double)1e-4f, 0.75, 1.0, want);
+  kt_read_values(preallocated, got);
+  CHECK(all_close(got, want, 120, 1e-6));
+
+  /* Errors name the node, the input and dim 1; nothing is left allocated. */
+  outputs[0] = NULL;
+  CHECK_ERROR(run_node(STAX_OP_LRN, NULL, 0, &x, 1, outputs, 1, NULL), STAX_INVALID_ARGUMENT,
+              "LRN node 'k': attribute 'size' (how many channels of input 0 dim 1 to sum over) "
+              "is required");
+  stax_node_attr_t zero[] = {kt_attr_int("size", 0)}, negative[] = {kt_attr_int("size", -2)};
+  CHECK_ERROR(run_node(STAX_OP_LRN, zero, 1, &x, 1, outputs, 1, NULL), STAX_INVALID_ARGUMENT,
+              "LRN node 'k': attribute 'size' is 0; it counts channels of input 0 dim 1");
+  CHECK_ERROR(run_node(STAX_OP_LRN, negative, 1, &x, 1, outputs, 1, NULL),
+              STAX_INVALID_ARGUMENT, "attribute 'size' is -2");
+  const int64_t flat[] = {2, 60};
+  stax_tensor_t* matrix = kt_make(STAX_DTYPE_FLOAT32, 2, flat, values);
+  CHECK_ERROR(run_node(STAX_OP_LRN, attrs, 1, &matrix, 1, outputs, 1, NULL),
+              STAX_SHAPE_MISMATCH, "LRN node 'k': input 0 has rank 2; LRN needs (N, C, D1, ...)");
+  stax_tensor_t* ints = kt_make(STAX_DTYPE_INT32, 4, dims, NULL);
+  CHECK_ERROR(run_node(STAX_OP_LRN, attrs, 1, &ints, 1, outputs, 1, NULL), STAX_DTYPE_MISMATCH,
+              "input 0 must be a floating-point tensor, got int32");
+  CHECK(outputs[0] == NULL);
+  kt_release_all((stax_tensor_t*[]){x, swapped, materialized, preallocated, matrix, ints}, 6);
+  stax_threadpool_destroy(pool);
+}
+
 /* ---- losses -------------------------------------------------------------------------------- */
 
 /* Reference NLL over contiguous logp [N, C, D] and targets [N, D]. */
@@ -934,7 +1066,7 @@ STAX_TEST_MAIN(STAX_TEST(test_fault_injection), STAX_TEST(test_layer_norm_values
                STAX_TEST(test_layer_norm_threaded), STAX_TEST(test_layer_norm_errors),
                STAX_TEST(test_batch_norm), STAX_TEST(test_batch_norm_training),
                STAX_TEST(test_batch_norm_errors),
-               STAX_TEST(test_instance_norm), STAX_TEST(test_nll_loss),
+               STAX_TEST(test_instance_norm), STAX_TEST(test_lrn), STAX_TEST(test_nll_loss),
                STAX_TEST(test_nll_loss_errors), STAX_TEST(test_softmax_cross_entropy),
                STAX_TEST(test_cumsum_literal), STAX_TEST(test_cumsum_axes_views),
                STAX_TEST(test_cumsum_integers_long), STAX_TEST(test_cumsum_errors_and_empty))

@@ -134,24 +134,26 @@ static void test_binary_dtypes(void) {
   /* Pow lets the exponent's type differ */
   CHECK_OK(shape_test_node(g, STAX_OP_Pow, "pow", 2, xi, 0, NULL, 1, &out));
   CHECK_VALUE(g, out, F32, "[2]");
-  /* Mod: fmod must be 1 for floats */
+  /* Mod: floats take fmod 0 (opset 28) or 1 */
   stax_value_id_t xx[2] = {x, x};
-  CHECK_ERROR(shape_test_node(g, STAX_OP_Mod, "mod", 2, xx, 0, NULL, 1, NULL),
-              STAX_INVALID_ARGUMENT, "attribute 'fmod' must be 1");
+  CHECK_OK(shape_test_node(g, STAX_OP_Mod, "mod", 2, xx, 0, NULL, 1, &out));
+  CHECK_VALUE(g, out, F32, "[2]");
   stax_attr_t fmod = stax_attr_int("fmod", 1);
   CHECK_OK(shape_test_node(g, STAX_OP_Mod, "mod", 2, xx, 1, &fmod, 1, &out));
   stax_attr_t bad_fmod = stax_attr_int("fmod", 3);
   stax_value_id_t ii[2] = {i, i};
   CHECK_ERROR(shape_test_node(g, STAX_OP_Mod, "mod2", 2, ii, 1, &bad_fmod, 1, NULL),
               STAX_INVALID_ARGUMENT, "'fmod' must be 0 or 1, got 3");
-  /* BitShift: unsigned only, direction required */
+  /* BitShift: integers (signed since opset 28), direction required */
   stax_attr_t left = stax_attr_string("direction", "LEFT");
   stax_attr_t up = stax_attr_string("direction", "UP");
   stax_value_id_t uu[2] = {u8, u8}, i32s[2] = {i32, i32};
   CHECK_OK(shape_test_node(g, STAX_OP_BitShift, "shift", 2, uu, 1, &left, 1, &out));
   CHECK_VALUE(g, out, STAX_DTYPE_UINT8, "[2]");
-  CHECK_ERROR(shape_test_node(g, STAX_OP_BitShift, "shift2", 2, i32s, 1, &left, 1, NULL),
-              STAX_DTYPE_MISMATCH, "expected an unsigned integer type");
+  CHECK_OK(shape_test_node(g, STAX_OP_BitShift, "shift2", 2, i32s, 1, &left, 1, &out));
+  CHECK_VALUE(g, out, STAX_DTYPE_INT32, "[2]");
+  CHECK_ERROR(shape_test_node(g, STAX_OP_BitShift, "shift2f", 2, xx, 1, &left, 1, NULL),
+              STAX_DTYPE_MISMATCH, "expected an integer type");
   CHECK_ERROR(shape_test_node(g, STAX_OP_BitShift, "shift3", 2, uu, 1, &up, 1, NULL),
               STAX_INVALID_ARGUMENT, "\"LEFT\" or \"RIGHT\", got \"UP\"");
   CHECK_ERROR(shape_test_node(g, STAX_OP_BitShift, "shift4", 2, uu, 0, NULL, 1, NULL),

@@ -1,5 +1,5 @@
 /* Shape inference for reductions, arg-reductions, same-shape ops (Softmax, CumSum,
- * InstanceNormalization, Trilu), losses and normalizations (LayerNorm, BatchNorm). */
+ * InstanceNormalization, Trilu), losses and normalizations (LayerNorm, BatchNorm, LRN). */
 #include "ir/graph_internal.h"
 #include "shape_test_util.h"
 
@@ -239,6 +239,42 @@ static void test_instance_norm(void) {
   stax_graph_destroy(g);
 }
 
+static void test_lrn(void) {
+  stax_graph_t* g = shape_test_graph();
+  stax_value_id_t x = shape_test_input(g, "x", F32, "N,C,H,W");
+  stax_value_id_t x3 = shape_test_input(g, "x3", F32, "N,96,S");
+  stax_value_id_t flat = shape_test_input(g, "flat", F32, "N,C");
+  stax_value_id_t ints = shape_test_input(g, "ints", I64, "N,C,H");
+  stax_value_id_t out = STAX_VALUE_NONE;
+  stax_attr_t five = stax_attr_int("size", 5);
+  CHECK_OK(shape_test_node(g, STAX_OP_LRN, "lrn", 1, &x, 1, &five, 1, &out));
+  CHECK_VALUE(g, out, F32, "[N, C, H, W]");
+  stax_attr_t all[4] = {stax_attr_int("size", 2), stax_attr_float("alpha", 0.5f),
+                        stax_attr_float("beta", 1.0f), stax_attr_float("bias", 2.0f)};
+  CHECK_OK(shape_test_node(g, STAX_OP_LRN, "lrn3", 1, &x3, 4, all, 1, &out));
+  CHECK_VALUE(g, out, F32, "[N, 96, S]");
+  /* Errors name the node, the input and the channel dim. */
+  CHECK_ERROR(shape_test_node(g, STAX_OP_LRN, "e1", 1, &x, 0, NULL, 1, NULL),
+              STAX_INVALID_ARGUMENT,
+              "LRN node 'e1': attribute 'size' (how many channels of input 0 'x' dim 1 to sum "
+              "over) is required");
+  stax_attr_t zero = stax_attr_int("size", 0);
+  CHECK_ERROR(shape_test_node(g, STAX_OP_LRN, "e2", 1, &x, 1, &zero, 1, NULL),
+              STAX_INVALID_ARGUMENT,
+              "LRN node 'e2': attribute 'size' is 0; it counts channels of input 0 'x' dim 1 and "
+              "must be positive");
+  CHECK_ERROR(shape_test_node(g, STAX_OP_LRN, "e3", 1, &flat, 1, &five, 1, NULL),
+              STAX_SHAPE_MISMATCH,
+              "LRN node 'e3': input 0 'flat' has rank 2; LRN needs (N, C, D1, ...), rank >= 3");
+  CHECK_ERROR(shape_test_node(g, STAX_OP_LRN, "e4", 1, &ints, 1, &five, 1, NULL),
+              STAX_DTYPE_MISMATCH, "LRN node 'e4'");
+  /* A float size is the wrong attribute type: add_node refuses it by the schema. */
+  stax_attr_t float_size = stax_attr_float("size", 3.0f);
+  CHECK_ERROR(shape_test_node(g, STAX_OP_LRN, "e5", 1, &x, 1, &float_size, 1, NULL),
+              STAX_INVALID_ARGUMENT, "size");
+  stax_graph_destroy(g);
+}
+
 static void test_losses(void) {
   stax_graph_t* g = shape_test_graph();
   stax_value_id_t scores = shape_test_input(g, "scores", F32, "N,C,D");
@@ -365,5 +401,5 @@ static void test_batch_norm(void) {
 STAX_TEST_MAIN(STAX_TEST(test_reduce_axes_input), STAX_TEST(test_reduce_axes_attribute),
                STAX_TEST(test_reduce_errors), STAX_TEST(test_reduce_content),
                STAX_TEST(test_arg_reduce), STAX_TEST(test_same_shape_ops),
-               STAX_TEST(test_instance_norm), STAX_TEST(test_losses),
+               STAX_TEST(test_instance_norm), STAX_TEST(test_lrn), STAX_TEST(test_losses),
                STAX_TEST(test_layer_norm), STAX_TEST(test_batch_norm))

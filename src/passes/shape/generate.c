@@ -259,6 +259,19 @@ stax_status_t stax_shape_range(stax_shape_infer_t* ic) {
     if (i > 0) STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, &operands[i], &operands[0]));
   }
   stax_dtype_t dtype = operands[0].dtype;
+  /* stash_type (opset 27) names float16/bfloat16's compute type, float32 (1, the default)
+   * or float64 (11). The kernel computes every float Range in double: exactly the float64
+   * stash, and the float32 one except where float32 itself would round start + i * delta.
+   * A stash in the half type itself is refused rather than imitated. */
+  int64_t stash_type = 1;
+  STAX_RETURN_IF_ERROR(stax_node_attr_int(ic->node, "stash_type", 1, &stash_type));
+  bool half = dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
+  if (half && stash_type != 1 && stash_type != 11) {
+    return stax_infer_error(ic, STAX_UNIMPLEMENTED,
+                            "attribute 'stash_type' = %lld for %s input 0 '%s' is not supported "
+                            "(1, float32, or 11, float64)",
+                            (long long)stash_type, stax_dtype_name(dtype), operands[0].name);
+  }
   if (!stax_dtype_is_integer(dtype)) return range_float(ic, dtype);
   const stax_dim_t* entries[3];
   bool known = true;

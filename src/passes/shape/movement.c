@@ -387,18 +387,24 @@ static stax_status_t require_divisible(stax_shape_infer_t* ic, const stax_shape_
   return STAX_OK;
 }
 
-stax_status_t stax_shape_depth_to_space(stax_shape_infer_t* ic) {
-  stax_shape_operand_t data;
-  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &data));
-  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &data, 4, 4));
-  int64_t blocksize = 0;
-  STAX_RETURN_IF_ERROR(read_blocksize(ic, &blocksize));
+/* DepthToSpace's mode, and SpaceToDepth's since opset 28: DCR (the default) or CRD. */
+static stax_status_t check_block_mode(stax_shape_infer_t* ic) {
   const char* mode = NULL;
   STAX_RETURN_IF_ERROR(stax_node_attr_string(ic->node, "mode", "DCR", &mode));
   if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0) {
     return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
                             "attribute 'mode' must be \"DCR\" or \"CRD\", got \"%s\"", mode);
   }
+  return STAX_OK;
+}
+
+stax_status_t stax_shape_depth_to_space(stax_shape_infer_t* ic) {
+  stax_shape_operand_t data;
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &data));
+  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &data, 4, 4));
+  int64_t blocksize = 0;
+  STAX_RETURN_IF_ERROR(read_blocksize(ic, &blocksize));
+  STAX_RETURN_IF_ERROR(check_block_mode(ic));
   STAX_RETURN_IF_ERROR(require_divisible(ic, &data, 1, blocksize * blocksize));
   /* A symbolic channel count is assumed divisible; the kernel checks it at run time. */
   const stax_dim_t* dims[4] = {
@@ -418,6 +424,7 @@ stax_status_t stax_shape_space_to_depth(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &data, 4, 4));
   int64_t blocksize = 0;
   STAX_RETURN_IF_ERROR(read_blocksize(ic, &blocksize));
+  STAX_RETURN_IF_ERROR(check_block_mode(ic));
   STAX_RETURN_IF_ERROR(require_divisible(ic, &data, 2, blocksize));
   STAX_RETURN_IF_ERROR(require_divisible(ic, &data, 3, blocksize));
   const stax_dim_t* block = stax_dim_const(ic->shape, blocksize);

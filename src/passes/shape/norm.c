@@ -1,6 +1,6 @@
-/* Shape functions for LayerNormalization (with its optional Mean and InvStdDev outputs) and
- * BatchNormalization (with its optional running statistics). InstanceNormalization only
- * checks its inputs and lives with the same-shape ops in reduce.c. */
+/* Shape functions for LayerNormalization (with its optional Mean and InvStdDev outputs),
+ * BatchNormalization (with its optional running statistics) and LRN. InstanceNormalization
+ * only checks its inputs and lives with the same-shape ops in reduce.c. */
 #include "passes/shape/shape_util.h"
 
 /* LayerNormalization(X, Scale, B?) -> Y, Mean?, InvStdDev?. Scale and B broadcast into the
@@ -80,4 +80,36 @@ stax_status_t stax_shape_batch_norm(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(stax_shape_set_output(ic, 0, x->dtype, x->rank, x->dims));
   STAX_RETURN_IF_ERROR(stax_shape_set_output(ic, 1, operands[3].dtype, 1, &channels));
   return stax_shape_set_output(ic, 2, operands[3].dtype, 1, &channels);
+}
+
+/* LRN(X) -> Y of X's shape. X is (N, C, D1, ...): the window runs along dim 1, so a rank
+ * below 3 is refused as ONNX defines the op (ONNX Runtime takes rank 4 only). `size`, the
+ * window's channel count, is required and positive; it may exceed C (the window is clipped). */
+stax_status_t stax_shape_lrn(stax_shape_infer_t* ic) {
+  stax_shape_operand_t x;
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &x));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &x, STAX_DTYPES_FLOAT,
+                                                "a floating-point type"));
+  if (x.rank < 3) {
+    return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
+                            "input 0 '%s' has rank %d; LRN needs (N, C, D1, ...), rank >= 3, "
+                            "with the channels in dim 1",
+                            x.name, x.rank);
+  }
+  STAX_RETURN_IF_ERROR(stax_shape_require_rank_limit(ic, &x));
+  if (!stax_node_attr_find(ic->node, "size")) {
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
+                            "attribute 'size' (how many channels of input 0 '%s' dim 1 to sum "
+                            "over) is required",
+                            x.name);
+  }
+  int64_t size = 0;
+  STAX_RETURN_IF_ERROR(stax_node_attr_int(ic->node, "size", 0, &size));
+  if (size <= 0) {
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
+                            "attribute 'size' is %lld; it counts channels of input 0 '%s' dim 1 "
+                            "and must be positive",
+                            (long long)size, x.name);
+  }
+  return stax_shape_set_output(ic, 0, x.dtype, x.rank, x.dims);
 }
