@@ -143,11 +143,13 @@ stax_status_t stax_vm_memory_begin_call(stax_context_t* ctx) {
   for (int32_t s = 0; s < plan->slot_count; s++) frame->slot_occupant[s] = -1;
   ctx->memory_counters.arena_bytes = (uint64_t)need;
   if ((uint64_t)need > frame->peak_bytes) frame->peak_bytes = (uint64_t)need;
-  if ((size_t)need > frame->capacity) {
+  /* Even an empty layout gets an arena, so a placed value's data pointer is never NULL. */
+  if ((size_t)need > frame->capacity || !frame->arena) {
     /* Every planned value of the last call is dead (stax_vm_memory_end_call checked), so the
      * old arena goes without copying. Rounded to whole pages so shapes that differ a little
      * do not grow it every call. */
     size_t capacity = ((size_t)need + 4095) & ~(size_t)4095;
+    if (capacity == 0) capacity = 4096;
     if (frame->arena) {
       STAX_VM_ARENA_UNPOISON(frame->arena, frame->capacity);
       stax_allocator_free_aligned(ctx->allocator, frame->arena, frame->capacity,
