@@ -156,6 +156,9 @@ typedef struct stax_context_options_t {
   bool jit_verify;          /* also interpret and compare (STAX_JIT_VERIFY=1 does the same) */
   double jit_tolerance;     /* verify: |a-b| <= tol * (1 + |b|); 0: 1e-4 */
   stax_jit_generic_t jit_generic;
+  /* Switch the memory plan off (docs/memory.md): every temporary then comes from the
+   * thread's buffer pool. STAX_MEMORY_PLAN=0 in the environment does the same. */
+  bool disable_memory_plan;
 } stax_context_options_t;
 
 STAX_MUST_USE stax_status_t stax_context_create(stax_allocator_t allocator,
@@ -180,6 +183,35 @@ const uint64_t* stax_context_instruction_counts(const stax_context_t* context);
 const uint64_t* stax_context_instruction_nanos(const stax_context_t* context);
 int32_t stax_context_segment_count(const stax_context_t* context);
 const uint64_t* stax_context_segment_counts(const stax_context_t* context);
+
+/* Memory statistics of a context (docs/memory.md). Counters are the last call's. */
+typedef struct stax_memory_stats_t {
+  bool planned;            /* the context places temporaries by the program's memory plan */
+  int32_t planned_values;  /* temporaries the plan places (the rest come from the pool) */
+  int32_t slots;           /* arena slots they share */
+  int32_t inplace_values;  /* planned values that reuse their dying input's memory */
+  uint64_t calls;          /* calls made through the context */
+  uint64_t arena_bytes;    /* the arena the last call's shapes needed */
+  uint64_t arena_peak_bytes; /* the most any call needed */
+  uint64_t arena_capacity_bytes; /* the arena held now (grown when a call needs more) */
+  uint64_t temp_bytes;     /* bytes of every temporary of the last call, planned or not: what
+                            * separate buffers would take */
+  /* Allocator calls of the last call: temporaries taken from the pool (not the arena), and
+   * program outputs, which outlive the call; arena (re)allocations. A steady-state call of a
+   * program whose temporaries all have sizes known from its input shapes has
+   * temp_allocations == arena_grows == 0. Views' headers and kernels' own scratch are not
+   * counted. */
+  uint64_t temp_allocations;
+  uint64_t output_allocations;
+  uint64_t arena_grows;
+  uint64_t fallbacks;      /* planned values that took pool memory instead (the JIT's path) */
+  uint64_t inplace;        /* values placed over their dying input in the last call */
+} stax_memory_stats_t;
+STAX_MUST_USE stax_status_t stax_context_memory_stats(const stax_context_t* context,
+                                                      stax_memory_stats_t* out_stats);
+/* The same as one JSON object. */
+STAX_MUST_USE stax_status_t stax_context_memory_stats_json(const stax_context_t* context,
+                                                           FILE* out);
 
 /* JIT statistics per segment, shared by every context of the program (the kernel cache
  * belongs to the program). Zeros when no context ran with the JIT on. */
@@ -218,6 +250,9 @@ STAX_MUST_USE stax_status_t stax_program_jit_stats(const stax_program_t* program
 void stax_program_jit_drain(const stax_program_t* program);
 /* Writes every segment's statistics as JSON. */
 STAX_MUST_USE stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out);
+/* The same for the context's program, plus "memory": the context's memory statistics
+ * (stax_context_memory_stats_json). What `stax run --stats-json` writes. */
+STAX_MUST_USE stax_status_t stax_context_stats_json(const stax_context_t* context, FILE* out);
 /* Makes kernels compiled from now on keep their generated code for inspection. */
 void stax_program_jit_keep_sources(stax_program_t* program);
 /* The folder of the on-disk kernel cache (docs/jit.md, "Object cache") that this program's

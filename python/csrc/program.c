@@ -723,6 +723,42 @@ static PyObject* program_counter_list(const uint64_t* const* arrays, int32_t arr
   return list;
 }
 
+/* Memory statistics of the idle contexts (docs/memory.md): the plan's sizes, and per counter
+ * the largest of the contexts' last calls (arena_capacity_bytes: their sum, what they hold). */
+static PyObject* program_memory_stats(StaxProgramObject* self) {
+  stax_memory_stats_t all;
+  memset(&all, 0, sizeof(all));
+  for (int32_t c = 0; c < self->idle_count; c++) {
+    stax_memory_stats_t s;
+    stax_status_t status = stax_context_memory_stats(self->idle[c], &s);
+    if (status) return stax_py_raise(status, "memory statistics");
+    all.planned = all.planned || s.planned;
+    all.planned_values = s.planned_values;
+    all.slots = s.slots;
+    all.inplace_values = s.inplace_values;
+    all.calls += s.calls;
+    all.arena_capacity_bytes += s.arena_capacity_bytes;
+#define STAX_PY_MAX(field) if (s.field > all.field) all.field = s.field;
+    STAX_PY_MAX(arena_bytes) STAX_PY_MAX(arena_peak_bytes) STAX_PY_MAX(temp_bytes)
+    STAX_PY_MAX(temp_allocations) STAX_PY_MAX(output_allocations) STAX_PY_MAX(arena_grows)
+    STAX_PY_MAX(fallbacks) STAX_PY_MAX(inplace)
+#undef STAX_PY_MAX
+  }
+  return Py_BuildValue("{s:O,s:i,s:i,s:i,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "planned",
+                       all.planned ? Py_True : Py_False, "planned_values", (int)all.planned_values,
+                       "slots", (int)all.slots, "inplace_values", (int)all.inplace_values,
+                       "calls", (unsigned long long)all.calls,
+                       "arena_bytes", (unsigned long long)all.arena_bytes,
+                       "arena_peak_bytes", (unsigned long long)all.arena_peak_bytes,
+                       "arena_capacity_bytes", (unsigned long long)all.arena_capacity_bytes,
+                       "temp_bytes", (unsigned long long)all.temp_bytes,
+                       "temp_allocations", (unsigned long long)all.temp_allocations,
+                       "output_allocations", (unsigned long long)all.output_allocations,
+                       "arena_grows", (unsigned long long)all.arena_grows,
+                       "fallbacks", (unsigned long long)all.fallbacks,
+                       "inplace", (unsigned long long)all.inplace);
+}
+
 /* Counters summed over the idle contexts (a context that is running at this moment is left
  * out; its counts show up once it is back). */
 static PyObject* program_counters(StaxProgramObject* self, PyObject* unused) {
@@ -745,15 +781,18 @@ static PyObject* program_counters(StaxProgramObject* self, PyObject* unused) {
     PyObject* ns = self->options.profile_timing ? program_counter_list(nanos, count, instructions)
                                                 : (Py_INCREF(Py_None), Py_None);
     PyObject* seg = program_counter_list(segments, count, segment_count);
-    if (ins && ns && seg) {
-      result = Py_BuildValue("{s:K,s:K,s:i,s:N,s:N,s:N}", "runs", (unsigned long long)self->runs,
-                             "failed_runs", (unsigned long long)self->failures, "contexts",
+    PyObject* memory = ins && ns && seg ? program_memory_stats(self) : NULL;
+    if (ins && ns && seg && memory) {
+      result = Py_BuildValue("{s:K,s:K,s:i,s:N,s:N,s:N,s:N}", "runs",
+                             (unsigned long long)self->runs, "failed_runs",
+                             (unsigned long long)self->failures, "contexts",
                              (int)self->all_count, "instruction_counts", ins,
-                             "instruction_nanos", ns, "segment_counts", seg);
+                             "instruction_nanos", ns, "segment_counts", seg, "memory", memory);
     } else {
       Py_XDECREF(ins);
       Py_XDECREF(ns);
       Py_XDECREF(seg);
+      Py_XDECREF(memory);
     }
   } else {
     PyErr_NoMemory();

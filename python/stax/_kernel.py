@@ -253,6 +253,12 @@ class Kernel(_C.Program):
           disassembly), summed over contexts; instruction_nanos: time per instruction when the
           kernel was compiled with profile_timing=True, else None;
         * segment_counts: entries per bytecode segment (what the JIT reads to find hot code);
+        * memory: the memory plan (docs/memory.md) as a dict: planned (contexts place
+          temporaries in a per-context arena; STAX_MEMORY_PLAN=0 switches it off),
+          planned_values, slots, inplace_values, calls, arena_bytes (the last call's arena),
+          arena_peak_bytes, arena_capacity_bytes, temp_bytes (all temporaries of the last
+          call), temp_allocations, output_allocations, arena_grows (allocator calls of the
+          last call), fallbacks, inplace; per counter the largest over the contexts;
         * jit: True when the JIT is on (jit='on' or 'sync'); jit_mode: 'on', 'sync' or 'off';
         * hits, full_hits, partial_hits, misses, compiles, failures, evictions,
           compile_time_s: JIT kernel cache statistics summed over segments (hits: segment

@@ -15,8 +15,10 @@
  * stax_nd_for_each_row).
  *
  * Typed row functions are generated per dtype by macros; the contiguous and scalar-operand
- * cases are separate loops over restrict pointers so the compiler vectorizes them. An output
- * may be the very same memory as an input (in-place); partial overlap is not supported.
+ * cases are separate loops so the compiler vectorizes them. An output may be the very same
+ * memory as an input (in-place, docs/memory.md); partial overlap is not supported. The
+ * pointers are not restrict, since exact overlap would break that promise; GCC's run-time
+ * alias check still takes the vector loop for it (distance 0).
  * Integer Add/Sub/Mul wrap modulo 2^bits through unsigned arithmetic; integer division or
  * remainder by zero is an error naming the node, never a trap. */
 #include <stdatomic.h>
@@ -194,9 +196,9 @@ bool stax_binary_elementwise_run(stax_threadpool_t* pool, const stax_tensor_t* a
                    const void* b_, int64_t b_stride, int64_t count) {                      \
     typedef TA T;                                                                          \
     typedef UA U;                                                                          \
-    TOUT* restrict out = out_;                                                             \
-    const T* restrict a = a_;                                                              \
-    const T* restrict b = b_;                                                              \
+    TOUT* out = out_;                                                                      \
+    const T* a = a_;                                                                       \
+    const T* b = b_;                                                                       \
     bool fault = false;                                                                    \
     (void)sizeof(U);                                                                       \
     STAX_BINARY_ROW_LOOPS(EXPR)                                                            \

@@ -30,8 +30,8 @@ bool stax_binary_elementwise_run(stax_threadpool_t* pool, const stax_tensor_t* a
 
 /* The loops of a binary row function, shared by the arithmetic, comparison and variadic
  * kernels: out[i] = EXPR over x = a[i], y = b[i] (T: the operand type), with the contiguous
- * and scalar-operand cases apart so each vectorizes. Expects out, a and b (restrict pointers;
- * EXPR converts to out's element type by assignment, as a cast would) and out_stride,
+ * and scalar-operand cases apart so each vectorizes. Expects out, a and b (pointers; out may
+ * equal a or b; EXPR converts to out's element type by assignment, as a cast would) and out_stride,
  * a_stride, b_stride, count in scope; returns false when there is nothing to do. */
 #define STAX_BINARY_ROW_LOOPS(EXPR)                                   \
   if (count <= 0) return false;                                       \

@@ -6,13 +6,12 @@
 /* Polynomials contract to FMA where the level has it (ISO C turns contraction off). */
 #define FAST_LOOP_MATH FAST_LOOP_TARGET STAX_FAST_LOOP_CONTRACT
 
-FAST_LOOP_MATH static void FAST_LOOP(erf)(float* restrict out, const float* restrict in,
-                                          int64_t n) {
+/* erf and gelu may run in place (out == in, docs/memory.md): no restrict. */
+FAST_LOOP_MATH static void FAST_LOOP(erf)(float* out, const float* in, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = stax_erf_f32(in[i]);
 }
 
-FAST_LOOP_MATH static void FAST_LOOP(gelu)(float* restrict out, const float* restrict in,
-                                           int64_t n) {
+FAST_LOOP_MATH static void FAST_LOOP(gelu)(float* out, const float* in, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = stax_gelu_f32(in[i]);
 }
 

@@ -4,7 +4,10 @@
  * Round, Sign), Not, Clip, IsNaN, IsInf, Identity and Dropout (inference).
  *
  * Row functions are generated per dtype by macros (tgmath picks the float or double libm
- * function); the contiguous case is its own loop over restrict pointers. float16/bfloat16
+ * function); the contiguous case is its own loop. An output may be the very same memory as
+ * its input (the memory plan's in-place reuse, docs/memory.md): each element is read before
+ * it is written, so the row loops take no restrict pointers (GCC's run-time alias check
+ * still vectorizes exact overlap, whose distance is 0). float16/bfloat16
  * compute through float32 in blocks; integer Shrink computes through float64 and truncates
  * like a Cast. Integer Neg/Abs wrap (Neg(INT_MIN) == INT_MIN, as numpy) through unsigned
  * arithmetic instead of overflowing. NaN inputs give NaN for every float op except the ones
@@ -108,8 +111,8 @@ static void unary_run(stax_threadpool_t* pool, const stax_tensor_t* in, stax_ten
                    int64_t count, const unary_params_t* p) {                                \
     typedef TIN T;                                                                          \
     typedef UIN U;                                                                          \
-    TOUT* restrict out = out_;                                                              \
-    const T* restrict in = in_;                                                             \
+    TOUT* out = out_;                                                                       \
+    const T* in = in_;                                                                      \
     (void)p;                                                                                \
     (void)sizeof(U);                                                                        \
     if (out_stride == 1 && in_stride == 1) {                                                \
@@ -229,8 +232,8 @@ UNSIGNED_TYPES(DEFINE_SAME, Sign, x != 0)
 #define DEFINE_CLIP(dtype, ctype, utype, op, ...)                                          \
   static void unary_Clip_##dtype(void* out_, int64_t out_stride, const void* in_,          \
                                  int64_t in_stride, int64_t count, const unary_params_t* p) { \
-    ctype* restrict out = out_;                                                            \
-    const ctype* restrict in = in_;                                                        \
+    ctype* out = out_;                                                                     \
+    const ctype* in = in_;                                                                 \
     ctype low, high;                                                                       \
     memcpy(&low, p->low, sizeof(low));                                                     \
     memcpy(&high, p->high, sizeof(high));                                                  \

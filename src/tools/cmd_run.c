@@ -42,7 +42,9 @@ static void print_run_help(FILE* f) {
           "  --stats-json FILE  write JIT statistics as JSON ('-' for stdout): per segment\n"
           "                   hits (full, partial), misses, compiles, compile time, evictions,\n"
           "                   generic and exact versions; per call: compiled, partly\n"
-          "                   compiled, interpreted\n"
+          "                   compiled, interpreted; memory: the arena the last call\n"
+          "                   needed, its peak, allocator calls of the last call\n"
+          "                   (docs/memory.md; STAX_MEMORY_PLAN=0 switches planning off)\n"
           STAX_CLI_PASS_OPTION_HELP
           "\n"
           "Exit status: 0 on success, 1 on any error (message on stderr), 2 on bad usage.\n");
@@ -302,7 +304,7 @@ int stax_cli_run(int argc, char** argv) {
       status = stax_status_make(STAX_IO_ERROR, "cannot write %s: %s", stats_path, strerror(errno));
       goto cleanup;
     }
-    status = stax_program_jit_stats_json(model.program, f);
+    status = stax_context_stats_json(context, f);
     if (f != stdout && fclose(f) != 0 && !status)
       status = stax_status_make(STAX_IO_ERROR, "cannot write %s", stats_path);
     if (status) goto cleanup;

@@ -39,7 +39,9 @@ static void print_usage(FILE* f) {
           "like groups (no row structure) to exact-shape kernels instead of symbolic ones;\n"
           "STAX_ISA=avx512|avx2|sse2 caps the vector instructions the kernels and the JIT\n"
           "use (default: the CPU's best); STAX_DISABLE_PASSES=cse,fuse,... (or all)\n"
-          "switches graph passes off (fold, noop, simplify, fuse, cse, dce).\n",
+          "switches graph passes off (fold, noop, simplify, fuse, cse, dce);\n"
+          "STAX_MEMORY_PLAN=0 switches memory planning off (every temporary from the\n"
+          "buffer pool instead of the per-call arena).\n",
           "version", "print the stax version (--verbose: ISA, JIT, cache)", "help",
           "print this text");
 }

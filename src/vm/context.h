@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "vm/functions.h"
+#include "vm/memory_plan.h"
 #include "vm/program.h"
 
 typedef struct stax_vm_shape_stack_entry_t {
@@ -60,6 +61,13 @@ struct stax_context_s {
   uint64_t timing_start;
   /* JIT tier scratch (signature words, kernel arguments); NULL when the JIT is off. */
   struct stax_vm_jit_frame_s* jit;
+
+  /* The memory plan's arena (memory_arena.c); NULL without a plan or with it switched off. */
+  stax_vm_memory_frame_t* memory;
+  /* Non-zero while the JIT's segment path runs: its ALLOCs take pool memory. */
+  int32_t plan_bypass;
+  stax_vm_memory_counters_t memory_counters; /* the last call's */
+  uint64_t memory_calls;
 };
 
 /* Operand access into the compact words. */

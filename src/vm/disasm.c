@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "vm/memory_plan.h"
 #include "vm/program.h"
 
 static const char* stax_vm_layout_name(int32_t layout) {
@@ -254,6 +255,39 @@ static void stax_vm_print_tables(FILE* out, const stax_program_t* program) {
   }
 }
 
+/* The memory plan (docs/memory.md): each slot's size (the largest of its values, 64-byte
+ * aligned) and offset (the sum of the slots before it), both evaluated once per call. */
+static void stax_vm_print_memory_plan(FILE* out, const stax_program_t* program) {
+  const stax_vm_memory_plan_t* plan = program->memory_plan;
+  if (!plan) {
+    fprintf(out, "memory plan: none (every temporary comes from the buffer pool)\n");
+    return;
+  }
+  fprintf(out, "memory plan: %d values in %d slots (%d in place), 64-byte aligned\n",
+          plan->value_count, plan->slot_count, plan->inplace_count);
+  for (int32_t s = 0; s < plan->slot_count; s++) {
+    fprintf(out, "  slot %d at %s", s, s == 0 ? "0" : "");
+    for (int32_t t = 0; t < s; t++) fprintf(out, "%sslot%d", t ? " + " : "", t);
+    fprintf(out, ": size max(");
+    bool first = true;
+    for (int32_t v = 0; v < plan->value_count; v++) {
+      if (plan->values[v].slot != s) continue;
+      char text[256];
+      stax_vm_descriptor_text(program, plan->values[v].descriptor, text, sizeof(text));
+      fprintf(out, "%sr%d %s", first ? "" : ", ", plan->values[v].reg, text);
+      first = false;
+    }
+    fprintf(out, ")\n");
+  }
+  for (int32_t v = 0; v < plan->value_count; v++) {
+    const stax_vm_planned_value_t* value = &plan->values[v];
+    fprintf(out, "  r%-4d slot %d, live %d..%d", value->reg, value->slot, value->first,
+            value->last);
+    if (value->inplace_of >= 0) fprintf(out, ", in place of r%d", plan->values[value->inplace_of].reg);
+    fputc('\n', out);
+  }
+}
+
 static void stax_vm_print_extended(FILE* out, const stax_program_t* program) {
   stax_vm_print_tables(out, program);
   fprintf(out, "instructions (extended form):\n");
@@ -275,6 +309,17 @@ static void stax_vm_print_extended(FILE* out, const stax_program_t* program) {
               stax_vm_name(program, program->nodes[ins->node].name));
     if (ins->segment >= 0) fprintf(out, " [segment %d]", ins->segment);
     if (ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT) fputs(" [shape barrier]", out);
+    const stax_vm_memory_plan_t* plan = program->memory_plan;
+    if (plan && ins->opcode == STAX_VM_OP_ALLOC_TENSOR_FAST) {
+      int32_t reg = program->operands[ins->operand_first];
+      int32_t v = reg >= 0 && reg < program->registers_count ? plan->value_of_register[reg] : -1;
+      if (v >= 0) {
+        fprintf(out, " [planned: slot %d", plan->values[v].slot);
+        if (plan->values[v].inplace_of >= 0)
+          fprintf(out, ", in place of r%d", plan->values[plan->values[v].inplace_of].reg);
+        fputc(']', out);
+      }
+    }
     fputc('\n', out);
   }
   fprintf(out, "segments:\n");
@@ -282,6 +327,7 @@ static void stax_vm_print_extended(FILE* out, const stax_program_t* program) {
     const stax_vm_segment_t* segment = &program->segments[s];
     fprintf(out, "  %d: instructions %d..%d\n", s, segment->first, segment->first + segment->count - 1);
   }
+  stax_vm_print_memory_plan(out, program);
   fprintf(out, "loops:\n");
   for (int32_t l = 0; l < program->loops_count; l++) {
     const stax_vm_loop_t* loop = &program->loops[l];

@@ -3,6 +3,7 @@
  * profiling accessors, and the two instantiations of the dispatch loop (interp_loop.inc):
  * computed goto where the compiler supports labels-as-values, and a switch. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/tensor_internal.h"
@@ -30,6 +31,8 @@
 #endif
 
 /* ---- contexts ---------------------------------------------------------------------------- */
+
+static bool stax_vm_memory_plan_env_off(void);
 
 static stax_status_t stax_vm_context_array(stax_allocator_t allocator, int32_t count,
                                            size_t element_size, void** out) {
@@ -66,6 +69,7 @@ void stax_context_destroy(stax_context_t* ctx) {
     for (int32_t o = 0; o < program->outputs_count; o++)
       if (ctx->outputs[o]) stax_tensor_release(ctx->outputs[o]);
   }
+  stax_vm_memory_frame_destroy(ctx, ctx->memory); /* after the registers: none holds it now */
   if (ctx->loops) {
     stax_vm_loops_reset(ctx);
     for (int32_t l = 0; l < program->loops_count; l++) {
@@ -143,11 +147,21 @@ stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* pr
    * them it stays off. */
   if (ctx->options.jit != STAX_JIT_OFF && ctx->jit_function >= 0)
     STAX_GOTO_IF_ERROR(status, stax_vm_jit_frame_create(ctx), fail);
+  if (!ctx->options.disable_memory_plan && !stax_vm_memory_plan_env_off())
+    STAX_GOTO_IF_ERROR(status, stax_vm_memory_frame_create(ctx, &ctx->memory), fail);
   *out_context = ctx;
   return STAX_OK;
 fail:
   stax_context_destroy(ctx);
   return status;
+}
+
+/* STAX_MEMORY_PLAN=0 (or off/false) switches memory planning off for contexts created from
+ * then on, for comparisons and tests; the context option does the same per context. */
+static bool stax_vm_memory_plan_env_off(void) {
+  const char* value = getenv("STAX_MEMORY_PLAN");
+  return value && (strcmp(value, "0") == 0 || strcmp(value, "off") == 0 ||
+                   strcmp(value, "false") == 0);
 }
 
 /* ---- running ----------------------------------------------------------------------------- */
@@ -210,8 +224,12 @@ stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
   ctx->shape_stack_count = 0;
   ctx->timing_instruction = -1;
   ctx->inputs = inputs;
+  memset(&ctx->memory_counters, 0, sizeof(ctx->memory_counters));
+  ctx->plan_bypass = 0;
   stax_vm_jit_run_begin(ctx);
   stax_status_t status = stax_vm_run_guards(ctx);
+  /* The layout needs the symbols the guards bind. */
+  if (status == STAX_OK) status = stax_vm_memory_begin_call(ctx);
   if (status == STAX_OK) {
     bool use_goto = ctx->options.dispatch != STAX_DISPATCH_SWITCH && STAX_VM_HAVE_COMPUTED_GOTO;
 #if STAX_VM_HAVE_COMPUTED_GOTO
@@ -237,6 +255,17 @@ stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
   /* The frame's bin: whatever a register still holds goes now. */
   for (int32_t r = 0; r < program->registers_count; r++) stax_vm_take_register(ctx, r, NULL);
   stax_vm_loops_reset(ctx);
+  stax_status_t memory_status = stax_vm_memory_end_call(ctx);
+  if (memory_status && status == STAX_OK) {
+    for (int32_t o = 0; o < program->outputs_count; o++) {
+      stax_tensor_release(out_outputs[o]);
+      out_outputs[o] = NULL;
+    }
+    status = memory_status;
+  } else {
+    stax_status_free(memory_status);
+  }
+  ctx->memory_calls++;
   ctx->inputs = NULL;
   if (status == STAX_OK) stax_vm_jit_run_end(ctx);
   atomic_store(&ctx->running, false);
@@ -259,4 +288,46 @@ int32_t stax_context_segment_count(const stax_context_t* ctx) {
 }
 const uint64_t* stax_context_segment_counts(const stax_context_t* ctx) {
   return ctx ? ctx->segment_counts : NULL;
+}
+
+stax_status_t stax_context_memory_stats(const stax_context_t* ctx, stax_memory_stats_t* out_stats) {
+  if (!out_stats)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_memory_stats: out_stats is NULL");
+  memset(out_stats, 0, sizeof(*out_stats));
+  if (!ctx) return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_memory_stats: context is NULL");
+  const stax_vm_memory_plan_t* plan = ctx->program->memory_plan;
+  const stax_vm_memory_counters_t* c = &ctx->memory_counters;
+  out_stats->planned = ctx->memory != NULL;
+  out_stats->planned_values = plan ? plan->value_count : 0;
+  out_stats->slots = plan ? plan->slot_count : 0;
+  out_stats->inplace_values = plan ? plan->inplace_count : 0;
+  out_stats->calls = ctx->memory_calls;
+  out_stats->arena_bytes = ctx->memory ? c->arena_bytes : 0;
+  out_stats->arena_peak_bytes = stax_vm_memory_peak_bytes(ctx->memory);
+  out_stats->arena_capacity_bytes = stax_vm_memory_arena_capacity(ctx->memory);
+  out_stats->temp_bytes = c->temp_bytes;
+  out_stats->temp_allocations = c->temp_allocations;
+  out_stats->output_allocations = c->output_allocations;
+  out_stats->arena_grows = c->arena_grows;
+  out_stats->fallbacks = c->fallbacks;
+  out_stats->inplace = c->inplace;
+  return STAX_OK;
+}
+
+stax_status_t stax_context_memory_stats_json(const stax_context_t* ctx, FILE* out) {
+  stax_memory_stats_t s;
+  STAX_RETURN_IF_ERROR(stax_context_memory_stats(ctx, &s));
+  fprintf(out,
+          "{\"planned\": %s, \"planned_values\": %d, \"slots\": %d, \"inplace_values\": %d, "
+          "\"calls\": %llu, \"arena_bytes\": %llu, \"arena_peak_bytes\": %llu, "
+          "\"arena_capacity_bytes\": %llu, \"temp_bytes\": %llu, \"temp_allocations\": %llu, "
+          "\"output_allocations\": %llu, \"arena_grows\": %llu, \"fallbacks\": %llu, "
+          "\"inplace\": %llu}",
+          s.planned ? "true" : "false", s.planned_values, s.slots, s.inplace_values,
+          (unsigned long long)s.calls, (unsigned long long)s.arena_bytes,
+          (unsigned long long)s.arena_peak_bytes, (unsigned long long)s.arena_capacity_bytes,
+          (unsigned long long)s.temp_bytes, (unsigned long long)s.temp_allocations,
+          (unsigned long long)s.output_allocations, (unsigned long long)s.arena_grows,
+          (unsigned long long)s.fallbacks, (unsigned long long)s.inplace);
+  return STAX_OK;
 }

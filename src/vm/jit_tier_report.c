@@ -153,7 +153,9 @@ static void print_versions_json(const stax_program_t* program, int32_t s, FILE* 
   fprintf(out, "]");
 }
 
-stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out) {
+/* The program's JIT statistics; with a context, its memory statistics too. */
+static stax_status_t jit_stats_json(const stax_program_t* program, const stax_context_t* ctx,
+                                    FILE* out) {
   stax_jit_segment_stats_t total = {0};
   fprintf(out, "{\n  \"segments\": [");
   for (int32_t s = 0; s < stax_program_segment_count(program); s++) {
@@ -198,7 +200,7 @@ stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* o
           "\"hit_rate\": %.4f, \"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
           "\"compile_ms\": %.3f, \"generic_versions\": %d, \"exact_versions\": %d, "
           "\"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f},\n"
-          "  \"calls\": {\"compiled\": %llu, \"partial\": %llu, \"interpreted\": %llu}\n}\n",
+          "  \"calls\": {\"compiled\": %llu, \"partial\": %llu, \"interpreted\": %llu}",
           (unsigned long long)total.entries, (unsigned long long)total.hits,
           (unsigned long long)total.full_hits, (unsigned long long)total.partial_hits,
           (unsigned long long)total.misses,
@@ -208,7 +210,22 @@ stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* o
           total.exact_versions, total.generic_compile_ms, total.exact_compile_ms,
           (unsigned long long)calls.compiled, (unsigned long long)calls.partial,
           (unsigned long long)calls.interpreted);
+  if (ctx) {
+    fprintf(out, ",\n  \"memory\": ");
+    STAX_RETURN_IF_ERROR(stax_context_memory_stats_json(ctx, out));
+  }
+  fprintf(out, "\n}\n");
   return STAX_OK;
+}
+
+stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out) {
+  return jit_stats_json(program, NULL, out);
+}
+
+stax_status_t stax_context_stats_json(const stax_context_t* context, FILE* out) {
+  if (!context)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_stats_json: context is NULL");
+  return jit_stats_json(context->program, context, out);
 }
 
 void stax_vm_jit_keep_texts(stax_program_t* program) {

@@ -7,6 +7,7 @@
 #include "runtime/tensor_internal.h"
 #include "passes/pipeline.h"
 #include "vm/program.h"
+#include "vm/memory_plan.h"
 #include "vm/jit_tier.h"
 
 /* ---- tables ----------------------------------------------------------------------------- */
@@ -349,8 +350,10 @@ stax_status_t stax_vm_program_link(stax_program_t* program) {
   stax_arena_deinit(&program->link_arena);
   stax_arena_init(&program->link_arena, program->allocator, 0);
   program->kernel_nodes = NULL;
+  program->memory_plan = NULL;
   program->linked = false;
   if (program->nodes_count == 0) {
+    STAX_RETURN_IF_ERROR(stax_vm_memory_plan_build(program));
     program->linked = true;
     return STAX_OK;
   }
@@ -379,6 +382,7 @@ stax_status_t stax_vm_program_link(stax_program_t* program) {
     }
   }
   program->kernel_nodes = nodes;
+  STAX_RETURN_IF_ERROR(stax_vm_memory_plan_build(program));
   program->linked = true;
   return STAX_OK;
 }

@@ -300,6 +300,8 @@ struct stax_program_s {
   /* Derived by stax_vm_program_link, never serialized: the kernels' view of each node. */
   stax_arena_t link_arena;
   stax_node_t* kernel_nodes;
+  /* The memory plan (vm/memory_plan.h), in link_arena; NULL when nothing is planned. */
+  struct stax_vm_memory_plan_s* memory_plan;
   bool linked;
   /* The JIT tier's kernel cache (jit_tier.c), created by the first context that runs with the
    * JIT on and shared by all; mutable state behind its own lock, never serialized. */
