@@ -232,6 +232,11 @@ typedef struct stax_jit_segment_stats_t {
    * kind. */
   int32_t generic_versions, exact_versions;
   double generic_compile_ms, exact_compile_ms;
+  /* Hot-shape promotion (docs/jit.md): exact versions compiled for a hot signature whose
+   * generic version had every group, and after their timed trial the groups that kept the
+   * exact kernel (it measured faster) and those that went back to the generic one. */
+  uint64_t promotions;
+  uint64_t promoted_groups_kept, promoted_groups_dropped;
 } stax_jit_segment_stats_t;
 
 /* How a program's calls (stax_context_run with the JIT on) ran: every group that has a

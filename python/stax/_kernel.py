@@ -269,16 +269,21 @@ class Kernel(_C.Program):
           shape class) and exact-shape; generic_compile_s, exact_compile_s: their compile time;
         * calls: how the calls ran, {compiled, partial, interpreted} (every group that has a
           lowering ran a kernel, some did, none did);
+        * promotions: exact versions compiled for a hot shape whose generic version had every
+          group; promoted_groups_kept / promoted_groups_dropped: after their timed trial, the
+          groups whose exact kernel measured faster and stayed, and those that went back to
+          the generic kernel;
         * jit_segments: the same per segment, a list of dicts (entries, hits, full_hits,
           partial_hits, misses, compiles, failures, evictions, compile_ms, versions,
           signatures, generic_versions, exact_versions, generic_compile_ms,
-          exact_compile_ms).
+          exact_compile_ms, promotions, promoted_groups_kept, promoted_groups_dropped).
         """
         counters = self.counters()
         segments = self.jit_stats()
         totals = {key: sum(s[key] for s in segments)
                   for key in ("hits", "full_hits", "partial_hits", "misses", "compiles",
-                              "failures", "evictions", "generic_versions", "exact_versions")}
+                              "failures", "evictions", "generic_versions", "exact_versions",
+                              "promotions", "promoted_groups_kept", "promoted_groups_dropped")}
         counters.update(generic_compile_s=sum(s["generic_compile_ms"] for s in segments) / 1e3,
                         exact_compile_s=sum(s["exact_compile_ms"] for s in segments) / 1e3,
                         calls=self.jit_calls())

@@ -371,6 +371,7 @@ void stax_vm_jit_cache_destroy(stax_program_t* program) {
     for (int32_t v = 0; v < seg->version_count; v++) {
       jit_version_drop_kernels(&seg->versions[v], seg->plan.group_count);
       free(seg->versions[v].sig);
+      free(seg->versions[v].trial_ns);
     }
     free(seg->versions);
     jit_plan_free(&seg->plan);
@@ -427,6 +428,7 @@ static void jit_version_remove(jit_segment* seg, int32_t index) {
   }
   jit_version_drop_kernels(ver, seg->plan.group_count);
   free(ver->sig);
+  free(ver->trial_ns);
   seg->versions[index] = seg->versions[--seg->version_count];
 }
 
@@ -1054,6 +1056,9 @@ stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
   frame->generic = ctx->options.jit_generic == STAX_JIT_GENERIC_ON ||
                    (ctx->options.jit_generic == STAX_JIT_GENERIC_DEFAULT &&
                     !(generic_env && generic_env[0] == '0'));
+  const char* promote_env = getenv("STAX_JIT_PROMOTE");
+  frame->promote = frame->generic && !(promote_env && promote_env[0] == '0');
+  frame->trial_side = -1;
   frame->pending_segment = -1;
   ctx->jit = frame;
   return STAX_OK;
@@ -1076,6 +1081,7 @@ void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
   free(frame->class_sig);
   free(frame->args);
   free(frame->kernels);
+  free(frame->group_ns);
   free(frame);
   ctx->jit = NULL;
 }
@@ -1266,9 +1272,12 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
       frame->args[gp->input_count + o] = ctx->registers[gp->value_regs[gp->outputs[o]]];
     for (int32_t i = 0; i < n; i++)
       if (!frame->args[i]) return STAX_OK;
+    double start = frame->trial_side >= 0 ? jit_now_ms() : 0;
     stax_status_t status = stax_jit_kernel_run(kernels[g], gp->input_count, frame->args,
                                                gp->output_count, frame->args + gp->input_count,
                                                ctx->pool);
+    if (frame->trial_side >= 0 && status == STAX_OK)
+      frame->group_ns[g] = (jit_now_ms() - start) * 1e6;
     if (status && stax_jit_kernel_shape_generic(kernels[g])) {
       /* Outside its class (leading dims that do not walk as rows, a view whose strides the
        * symbolic kernel did not expect): this group alone is interpreted, its temporaries
@@ -1384,8 +1393,12 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
       lacking += plan->groups[g].lowerable && !cls->kernels[g];
   bool class_lacks = lacking > 0;
   bool exact_wanted = !cls || cls->state == VERSION_FAILED || (cls->complete && class_lacks);
+  /* A class version with every group: an exact one only for a signature that stays hot,
+   * and then it has to measure faster, group by group (the trial below). */
+  bool promote = frame->promote && class_ready && cls->complete && !class_lacks &&
+                 plan->lowerable_count > 0;
   jit_version* ver = jit_version_find(seg, hash, frame->sig, sig_count);
-  if (!ver && (exact_wanted || !cls)) {
+  if (!ver && (exact_wanted || !cls || promote)) {
     ver = jit_version_track(ctx, s, seg, hash, frame->sig, sig_count, false);
     /* The table may have grown (moved): find the class version again. */
     cls = classed ? jit_version_find(seg, class_hash, frame->class_sig, class_count) : NULL;
@@ -1400,9 +1413,17 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
    * plain threshold. */
   bool mostly_generic = class_ready && 2 * lacking <= plan->lowerable_count;
   uint32_t exact_threshold = (uint32_t)threshold * (mostly_generic ? JIT_SUPPLEMENT_FACTOR : 1);
-  if (ver && exact_wanted && ver->state == VERSION_COUNTING && ++ver->seen >= exact_threshold) {
-    bool* skip = class_ready ? calloc((size_t)plan->group_count, sizeof(bool)) : NULL;
+  if (promote && !exact_wanted) exact_threshold = (uint32_t)threshold * JIT_PROMOTE_FACTOR;
+  if (ver && (exact_wanted || promote) && ver->state == VERSION_COUNTING &&
+      ++ver->seen >= exact_threshold) {
+    bool promoting = !exact_wanted;
+    bool* skip = class_ready && !promoting ? calloc((size_t)plan->group_count, sizeof(bool))
+                                           : NULL;
     for (int32_t g = 0; skip && g < plan->group_count; g++) skip[g] = cls->kernels[g] != NULL;
+    if (promoting) {
+      ver->promoted = true;
+      seg->stats.promotions++;
+    }
     jit_request(ctx, cache, s, ver, skip);
     free(skip);
     ver = jit_version_find(seg, hash, frame->sig, sig_count);
@@ -1419,11 +1440,19 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;
   }
+  /* A promoted version on trial: calls alternate between its kernels and the class
+   * version's, each group timed (stax_vm_jit_run_kernels), until the trial decides. */
+  frame->trial_side = -1;
+  if (exact_ready && class_ready && ver->promoted && ver->complete && !ver->trial_done &&
+      jit_grow((void**)&frame->group_ns, &frame->group_ns_capacity, groups, sizeof(double))) {
+    frame->trial_side = (int32_t)(ver->trial_turn++ & 1);
+    for (int32_t g = 0; g < groups; g++) frame->group_ns[g] = -1;
+  }
   /* Hit: per group the exact kernel, else the class one, else interpreted; held for this
    * call so an eviction meanwhile cannot free them. */
   int32_t have = 0;
   for (int32_t g = 0; g < groups; g++) {
-    stax_jit_kernel_t* k = exact_ready ? ver->kernels[g] : NULL;
+    stax_jit_kernel_t* k = exact_ready && frame->trial_side != 0 ? ver->kernels[g] : NULL;
     if (!k && class_ready) k = cls->kernels[g];
     frame->kernels[g] = k;
     if (k) {
@@ -1445,6 +1474,52 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   frame->pending_sig_count = sig_count;
   *out_unmatched = false;
   return STAX_OK;
+}
+
+/* A promotion trial's call (under the lock): the fastest time per side and group so far;
+ * after JIT_TRIAL_CALLS calls on each side, every group keeps its exact kernel only when
+ * that beat the class kernel by JIT_PROMOTE_MARGIN, and the rest go back to the class
+ * version's (released here; calls holding them keep them to their end). The fastest run,
+ * not the mean: on a shared machine a preempted run says nothing about the code. */
+static void jit_trial_record(jit_cache* cache, int32_t s, const jit_frame* frame) {
+  jit_segment* seg = &cache->segments[s];
+  jit_version* ver = jit_version_find(seg, frame->pending_hash, frame->sig,
+                                      frame->pending_sig_count);
+  int32_t groups = seg->plan.group_count, side = frame->trial_side;
+  if (!ver || !ver->promoted || ver->trial_done || !ver->kernels) return;
+  if (!ver->trial_ns) {
+    ver->trial_ns = malloc(2 * (size_t)groups * sizeof(double));
+    if (!ver->trial_ns) return;
+    for (int32_t i = 0; i < 2 * groups; i++) ver->trial_ns[i] = -1;
+  }
+  for (int32_t g = 0; g < groups; g++) {
+    double ns = frame->group_ns[g], *best = &ver->trial_ns[side * groups + g];
+    if (ns >= 0 && (*best < 0 || ns < *best)) *best = ns;
+  }
+  ver->trial_runs[side]++;
+  if (ver->trial_runs[0] < JIT_TRIAL_CALLS || ver->trial_runs[1] < JIT_TRIAL_CALLS) return;
+  ver->trial_done = true;
+  int32_t kept = 0, dropped = 0;
+  for (int32_t g = 0; g < groups; g++) {
+    if (!ver->kernels[g]) continue;
+    double generic_ns = ver->trial_ns[g], exact_ns = ver->trial_ns[groups + g];
+    /* No class time: the class kernel declined these shapes, the exact one is all there is. */
+    bool faster = exact_ns >= 0 && (generic_ns < 0 || exact_ns < JIT_PROMOTE_MARGIN * generic_ns);
+    STAX_LOG(JIT, "segment %d: signature %016llx group %d: exact %.1f us, generic %.1f us: %s",
+             s, (unsigned long long)ver->hash, g, exact_ns / 1e3, generic_ns / 1e3,
+             faster ? "exact kept" : "back to the generic kernel");
+    if (faster) {
+      kept++;
+    } else {
+      stax_jit_kernel_release(ver->kernels[g]);
+      ver->kernels[g] = NULL;
+      dropped++;
+    }
+  }
+  seg->stats.promoted_groups_kept += (uint64_t)kept;
+  seg->stats.promoted_groups_dropped += (uint64_t)dropped;
+  free(ver->trial_ns);
+  ver->trial_ns = NULL;
 }
 
 stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {
@@ -1478,8 +1553,10 @@ stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {
     } else {
       st->partial_hits++;
     }
+    if (frame->trial_side >= 0) jit_trial_record(cache, s, frame);
     pthread_mutex_unlock(&cache->lock);
   }
+  frame->trial_side = -1;
   if (status == STAX_OK && !ran) {
     /* A kernel refused its arguments: a view between groups got another layout than
      * predicted. It would on every call with this signature, so the version is dropped and

@@ -23,6 +23,14 @@ enum { VERSION_COUNTING = 0, VERSION_QUEUED, VERSION_READY, VERSION_FAILED };
 /* An exact version that supplements a generic one (groups it lacks) is compiled after this
  * many times the threshold's calls of its signature (docs/jit.md, "Shape classes"). */
 #define JIT_SUPPLEMENT_FACTOR 8
+/* Hot-shape promotion (docs/jit.md, "Promotion"): a signature whose class version has every
+ * group gets an exact version of all of them after this many times the threshold's calls;
+ * then JIT_TRIAL_CALLS calls alternate between its kernels and the class version's, timed
+ * per group, and a group keeps its exact kernel only when its fastest run beats the class
+ * kernel's fastest by JIT_PROMOTE_MARGIN. */
+#define JIT_PROMOTE_FACTOR 32
+#define JIT_TRIAL_CALLS 8
+#define JIT_PROMOTE_MARGIN 0.97
 /* The first word of a class signature (no exact signature starts with it: their first word
  * is a dtype/rank header, >= 0). */
 #define JIT_CLASS_MARK (INT64_MIN + 7)
@@ -86,6 +94,14 @@ typedef struct jit_version {
   bool complete;     /* its compile has finished (every group tried) */
   double compile_ms; /* of its compile */
   stax_jit_kernel_t** kernels; /* group_count, VERSION_READY */
+  /* Promotion: an exact version of every group for a hot signature of a complete class
+   * version. Until trial_done its calls alternate sides (0: the class kernels, 1: these),
+   * and trial_ns keeps per side and group the fastest run seen (2 * group_count, < 0: none
+   * yet); trial_runs counts the timed calls per side. */
+  bool promoted, trial_done;
+  uint32_t trial_turn;
+  uint32_t trial_runs[2];
+  double* trial_ns;
 } jit_version;
 
 typedef struct jit_segment {
@@ -166,8 +182,14 @@ typedef struct stax_vm_jit_frame_s {
   /* This run's lowerable groups entered and those that ran a kernel (per-call statistics). */
   uint64_t run_groups, run_kernels;
   int32_t last_kernels_ran; /* by the latest stax_vm_jit_run_kernels */
+  /* A promotion trial's call: which side's kernels the guard matched (-1: not a trial), and
+   * the time of each group's kernel (ns, < 0: not run), sized by the largest group count. */
+  int32_t trial_side;
+  double* group_ns;
+  int32_t group_ns_capacity;
   bool verify;
   bool generic; /* shape-generic versions on (options.jit_generic / STAX_JIT_GENERIC) */
+  bool promote; /* hot-shape promotion on (STAX_JIT_PROMOTE, default on; needs generic) */
   double tolerance;
 } jit_frame;
 

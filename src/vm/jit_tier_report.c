@@ -145,9 +145,11 @@ static void print_versions_json(const stax_program_t* program, int32_t s, FILE* 
     for (int32_t g = 0; ver->kernels && g < seg->plan.group_count; g++) kernels += ver->kernels[g] != NULL;
     fprintf(out,
             "%s{\"kind\": \"%s\", \"state\": \"%s\", \"compile_ms\": %.3f, \"kernels\": %d, "
-            "\"groups\": %d}",
+            "\"groups\": %d, \"promoted\": %s, \"trial\": \"%s\"}",
             printed++ ? ", " : "", ver->generic ? "generic" : "exact",
-            version_state_name(ver->state), ver->compile_ms, kernels, seg->plan.group_count);
+            version_state_name(ver->state), ver->compile_ms, kernels, seg->plan.group_count,
+            ver->promoted ? "true" : "false",
+            !ver->promoted ? "none" : ver->trial_done ? "decided" : "running");
   }
   pthread_mutex_unlock(&cache->lock);
   fprintf(out, "]");
@@ -167,13 +169,16 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
             "\"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
             "\"compile_ms\": %.3f, \"versions\": %d, \"generic_versions\": %d, "
             "\"exact_versions\": %d, \"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f, "
-            "\"signatures\": %d, \"version_list\": ",
+            "\"signatures\": %d, \"promotions\": %llu, \"promoted_groups_kept\": %llu, "
+            "\"promoted_groups_dropped\": %llu, \"version_list\": ",
             s ? "," : "", s, (unsigned long long)st.entries, (unsigned long long)st.hits,
             (unsigned long long)st.full_hits, (unsigned long long)st.partial_hits,
             (unsigned long long)st.misses, (unsigned long long)st.compiles,
             (unsigned long long)st.failures, (unsigned long long)st.evictions, st.compile_ms,
             st.versions, st.generic_versions, st.exact_versions, st.generic_compile_ms,
-            st.exact_compile_ms, st.signatures);
+            st.exact_compile_ms, st.signatures, (unsigned long long)st.promotions,
+            (unsigned long long)st.promoted_groups_kept,
+            (unsigned long long)st.promoted_groups_dropped);
     print_versions_json(program, s, out);
     fprintf(out, "}");
     total.entries += st.entries;
@@ -189,6 +194,9 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
     total.exact_versions += st.exact_versions;
     total.generic_compile_ms += st.generic_compile_ms;
     total.exact_compile_ms += st.exact_compile_ms;
+    total.promotions += st.promotions;
+    total.promoted_groups_kept += st.promoted_groups_kept;
+    total.promoted_groups_dropped += st.promoted_groups_dropped;
   }
   stax_jit_call_stats_t calls;
   STAX_RETURN_IF_ERROR(stax_program_jit_call_stats(program, &calls));
@@ -199,7 +207,8 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
           "\"partial_hits\": %llu, \"misses\": %llu, "
           "\"hit_rate\": %.4f, \"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
           "\"compile_ms\": %.3f, \"generic_versions\": %d, \"exact_versions\": %d, "
-          "\"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f},\n"
+          "\"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f, \"promotions\": %llu, "
+          "\"promoted_groups_kept\": %llu, \"promoted_groups_dropped\": %llu},\n"
           "  \"calls\": {\"compiled\": %llu, \"partial\": %llu, \"interpreted\": %llu}",
           (unsigned long long)total.entries, (unsigned long long)total.hits,
           (unsigned long long)total.full_hits, (unsigned long long)total.partial_hits,
@@ -208,7 +217,8 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
           (unsigned long long)total.compiles, (unsigned long long)total.failures,
           (unsigned long long)total.evictions, total.compile_ms, total.generic_versions,
           total.exact_versions, total.generic_compile_ms, total.exact_compile_ms,
-          (unsigned long long)calls.compiled, (unsigned long long)calls.partial,
+          (unsigned long long)total.promotions, (unsigned long long)total.promoted_groups_kept,
+          (unsigned long long)total.promoted_groups_dropped, (unsigned long long)calls.compiled, (unsigned long long)calls.partial,
           (unsigned long long)calls.interpreted);
   if (ctx) {
     fprintf(out, ",\n  \"memory\": ");

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "test_vm_jit_util.h"
-#include "vm/jit_tier_internal.h" /* JIT_SUPPLEMENT_FACTOR */
+#include "vm/jit_tier_internal.h" /* JIT_SUPPLEMENT_FACTOR, JIT_PROMOTE_FACTOR */
 
 /* ---- programs -------------------------------------------------------------------------------- */
 
@@ -343,7 +343,71 @@ static void test_threads_generic_and_exact(void) {
   CHECK_EQ_INT((int)(stax_jit_stats().live_kernels - live_before), 0);
 }
 
+/* Hot-shape promotion: one shape called again and again beside a stream of others. Once
+ * the class version has every group, the hot signature gets an exact version of all of them
+ * (after threshold x JIT_PROMOTE_FACTOR calls), its trial alternates and times both, and
+ * every group ends either kept or back on the class kernel; every call, trial calls and the
+ * other shapes' included, matches the interpreter, and no other shape ever gets an exact
+ * version. With promote == false (STAX_JIT_PROMOTE=0) nothing is promoted. */
+static void promotion_stream(bool promote) {
+  stax_program_t* program = build_matmul_residual();
+  if (promote) unsetenv("STAX_JIT_PROMOTE");
+  else setenv("STAX_JIT_PROMOTE", "0", 1);
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  unsetenv("STAX_JIT_PROMOTE");
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {7};
+  int mismatches = 0;
+  const int hot_calls = 2 * JIT_PROMOTE_FACTOR + 2 * JIT_TRIAL_CALLS + 20;
+  int calls = 0;
+  for (int round = 0; round < hot_calls; round++) {
+    /* The hot shape, and every third round a fresh one of the same class. */
+    for (int extra = 0; extra < (round % 3 == 0 ? 2 : 1); extra++) {
+      int64_t b = extra ? vm_rng_range(&rng, 1, 8) : 5;
+      int64_t s = extra ? vm_rng_range(&rng, 1, 64) : 13;
+      if (extra && b == 5 && s == 13) s = 14;
+      int64_t xd[3] = {b, s, 8}, rd[3] = {b, s, 12};
+      stax_tensor_t* in[2] = {vm_random_f32(&rng, 3, xd), vm_random_f32(&rng, 3, rd)};
+      if (!run_both(jit, interp, 2, in, 1)) mismatches++;
+      stax_tensor_release(in[0]);
+      stax_tensor_release(in[1]);
+      calls++;
+    }
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.generic_versions, 1);
+  CHECK_EQ_INT((int)total.failures, 0);
+  CHECK_EQ_INT((int)total.full_hits, calls);
+  if (promote) {
+    CHECK_EQ_INT((int)total.promotions, 1);
+    CHECK_EQ_INT(total.exact_versions, 1);
+    CHECK_EQ_INT(total.compiles, 2);
+    /* The trial decided for every group that compiled exact (the matmul group at least). */
+    CHECK((int)(total.promoted_groups_kept + total.promoted_groups_dropped) >= 1);
+  } else {
+    CHECK_EQ_INT((int)total.promotions, 0);
+    CHECK_EQ_INT(total.exact_versions, 0);
+    CHECK_EQ_INT(total.compiles, 1);
+  }
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+static void test_promotion(void) {
+  if (!have_backend()) return;
+  promotion_stream(true);
+}
+
+static void test_promotion_off(void) {
+  if (!have_backend()) return;
+  promotion_stream(false);
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_stream_matmul), STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),
-               STAX_TEST(test_verify_generic), STAX_TEST(test_threads_generic_and_exact))
+               STAX_TEST(test_verify_generic), STAX_TEST(test_threads_generic_and_exact),
+               STAX_TEST(test_promotion), STAX_TEST(test_promotion_off))

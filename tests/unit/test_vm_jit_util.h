@@ -71,6 +71,9 @@ static inline void total_stats(const stax_program_t* program, stax_jit_segment_s
     total->partial_hits += st.partial_hits;
     total->generic_versions += st.generic_versions;
     total->exact_versions += st.exact_versions;
+    total->promotions += st.promotions;
+    total->promoted_groups_kept += st.promoted_groups_kept;
+    total->promoted_groups_dropped += st.promoted_groups_dropped;
   }
 }
 
