@@ -364,6 +364,19 @@ def _pass_list(disable_passes):
     return ",".join(names)
 
 
+
+def _compile_graph(graph, cls, mode, settings, static_variants, profile, target):
+    """Compiles a built or imported graph into an object of cls (Kernel or Model) that
+    returns its outputs the way `mode` says."""
+    graph_text = graph.dump()
+    program = _C.compile_program(graph, cls, static_variants=static_variants,
+                                 profile_points=profile,
+                                 dispatch=settings.get("dispatch", "default"),
+                                 profile_timing=settings.get("profile_timing", False),
+                                 call_mode=mode, jit=_JIT_MODES[settings.get("jit", "on")],
+                                 disable_passes=_pass_list(settings.get("disable_passes")))
+    return _finish(_configure(program, settings), target, graph_text, mode)
+
 def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile=True,  # noqa: A001
             dispatch=UNSET, profile_timing=UNSET, jit=UNSET, disable_passes=UNSET,
             options=None):
@@ -385,7 +398,6 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
     """
     _check_target(target)
     settings = _settings(options, "compile", jit, dispatch, profile_timing, disable_passes)
-    jit_mode = _JIT_MODES[settings.get("jit", "on")]
     single = isinstance(outputs, Expr)
     output_list = [outputs] if single else list(outputs)
     if not output_list:
@@ -394,15 +406,8 @@ def compile(outputs, target="cpu", *, inputs=None, static_variants=True, profile
         if not isinstance(o, Expr):
             raise TypeError(f"compile outputs must be stax expressions, got {type(o).__name__}")
     graph, _ = build_graph(output_list, None if inputs is None else list(inputs))
-    graph_text = graph.dump()
     mode = _MODE_NUMPY if single else _MODE_TUPLE
-    kernel = _C.compile_program(graph, Kernel, static_variants=static_variants,
-                                profile_points=profile,
-                                dispatch=settings.get("dispatch", "default"),
-                                profile_timing=settings.get("profile_timing", False),
-                                call_mode=mode, jit=jit_mode,
-                                disable_passes=_pass_list(settings.get("disable_passes")))
-    return _finish(_configure(kernel, settings), target, graph_text, mode)
+    return _compile_graph(graph, Kernel, mode, settings, static_variants, profile, target)
 
 
 def run(kernel, inputs, *, numpy=True):
@@ -450,14 +455,7 @@ def load(source, *, symbols=None, dims_may_be_zero=False, target="cpu", static_v
                                 call_mode=_MODE_DICT, jit=jit_mode)
         return _finish(_configure(model, settings), "cpu", None, _MODE_DICT)
     graph = _C.import_onnx(source, symbols=symbols, dims_may_be_zero=dims_may_be_zero)
-    graph_text = graph.dump()
-    model = _C.compile_program(graph, Model, static_variants=static_variants,
-                               profile_points=profile,
-                               dispatch=settings.get("dispatch", "default"),
-                               profile_timing=settings.get("profile_timing", False),
-                               call_mode=_MODE_DICT, jit=jit_mode,
-                               disable_passes=_pass_list(settings.get("disable_passes")))
-    return _finish(_configure(model, settings), target, graph_text, _MODE_DICT)
+    return _compile_graph(graph, Model, _MODE_DICT, settings, static_variants, profile, target)
 
 
 def load_program(source, *, dispatch=UNSET, profile_timing=UNSET, jit=UNSET, options=None):
