@@ -1056,8 +1056,15 @@ stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
   frame->generic = ctx->options.jit_generic == STAX_JIT_GENERIC_ON ||
                    (ctx->options.jit_generic == STAX_JIT_GENERIC_DEFAULT &&
                     !(generic_env && generic_env[0] == '0'));
+  /* Promotion compiles in the background only where a core is idle: with every core
+   * running a call's threads, even a nice-10 compile stalls each parallel kernel on the
+   * thread it preempts (BENCH S6 on 2 cores, 2 threads: the mix's calls went from 0.98x to
+   * 1.10x ORT's latency while one ran). Sync mode compiles inline, so it promotes anyway. */
   const char* promote_env = getenv("STAX_JIT_PROMOTE");
-  frame->promote = frame->generic && !(promote_env && promote_env[0] == '0');
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  bool idle_core = cores > (long)stax_threadpool_thread_count(ctx->pool);
+  frame->promote = frame->generic && !(promote_env && promote_env[0] == '0') &&
+                   (idle_core || ctx->options.jit == STAX_JIT_SYNC);
   frame->trial_side = -1;
   frame->pending_segment = -1;
   ctx->jit = frame;

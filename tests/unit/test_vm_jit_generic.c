@@ -6,7 +6,9 @@
  * transposed input) never running the class's kernels; verify mode; and threads running
  * while generic and exact versions compile, get evicted and swap. Skipped without LLVM. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test_vm_jit_util.h"
 #include "vm/jit_tier_internal.h" /* JIT_SUPPLEMENT_FACTOR, JIT_PROMOTE_FACTOR */
@@ -406,8 +408,54 @@ static void test_promotion_off(void) {
   promotion_stream(false);
 }
 
+/* Background promotion waits for an idle core: a context whose pool leaves a core free
+ * promotes its hot shape (the compile lands while the calls go on; every call still matches
+ * the interpreter), one whose pool has a thread per core does not. */
+static int promote_in_background(int32_t pool_threads) {
+  stax_program_t* program = build_matmul_residual();
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(vm_alloc(), pool_threads, &pool));
+  stax_context_options_t options = {.jit = STAX_JIT_BACKGROUND, .jit_threshold = 2, .pool = pool,
+                                    .jit_generic = STAX_JIT_GENERIC_ON};
+  stax_context_t* jit = NULL;
+  CHECK_OK(stax_context_create(vm_alloc(), program, &options, &jit));
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {11};
+  int mismatches = 0;
+  for (int round = 0; round < 2 * JIT_PROMOTE_FACTOR + 2 * JIT_TRIAL_CALLS + 40; round++) {
+    int64_t xd[3] = {3, 9, 8}, rd[3] = {3, 9, 12};
+    stax_tensor_t* in[2] = {vm_random_f32(&rng, 3, xd), vm_random_f32(&rng, 3, rd)};
+    if (!run_both(jit, interp, 2, in, 1)) mismatches++;
+    stax_tensor_release(in[0]);
+    stax_tensor_release(in[1]);
+    /* Let each compile land before the next calls (the test is about the policy). */
+    if (round == 0 || round == 2 * JIT_PROMOTE_FACTOR + 4) stax_program_jit_drain(program);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_program_jit_drain(program);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_threadpool_destroy(pool);
+  stax_program_release(program);
+  return (int)total.promotions;
+}
+
+static void test_promotion_needs_idle_core(void) {
+  if (!have_backend()) return;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK_EQ_INT(promote_in_background((int32_t)cores), 0);
+  if (cores < 2) {
+    printf("note: one core: no idle core to promote on, the promoting half is not run\n");
+    return;
+  }
+  CHECK_EQ_INT(promote_in_background(1), 1);
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_stream_matmul), STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),
                STAX_TEST(test_verify_generic), STAX_TEST(test_threads_generic_and_exact),
-               STAX_TEST(test_promotion), STAX_TEST(test_promotion_off))
+               STAX_TEST(test_promotion), STAX_TEST(test_promotion_off),
+               STAX_TEST(test_promotion_needs_idle_core))
