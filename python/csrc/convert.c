@@ -15,6 +15,7 @@
 
 PyObject* stax_py_hook_asarray = NULL;
 PyObject* stax_py_hook_coerce = NULL;
+PyObject* stax_py_hook_bfloat16 = NULL;
 
 stax_dtype_t stax_py_format_dtype(const char* format, Py_ssize_t itemsize, int* non_native) {
   *non_native = 0;
@@ -298,6 +299,47 @@ static int stax_py_coerce(PyObject* obj, stax_dtype_t dtype, const char* what, i
   return result;
 }
 
+/* An ml_dtypes.bfloat16 numpy array: numpy cannot export that dtype through the buffer
+ * protocol or DLPack, so its bits are taken as uint16 (a view, or a contiguous copy when the
+ * view is not usable) and wrapped as bfloat16. 1 when obj is not such an array. */
+static int stax_py_from_bfloat16_array(PyObject* obj, const char* what,
+                                       stax_tensor_t** out_tensor) {
+  PyObject* numpy_dtype = PyObject_GetAttrString(obj, "dtype");
+  if (!numpy_dtype) {
+    PyErr_Clear();
+    return 1;
+  }
+  PyObject* name = PyObject_GetAttrString(numpy_dtype, "name");
+  Py_DECREF(numpy_dtype);
+  int is_bfloat16 = name && PyUnicode_Check(name) &&
+                    PyUnicode_CompareWithASCIIString(name, "bfloat16") == 0;
+  Py_XDECREF(name);
+  PyErr_Clear();
+  if (!is_bfloat16 || !PyObject_HasAttrString(obj, "view")) return 1;
+  PyObject* bits = PyObject_CallMethod(obj, "view", "s", "uint16");
+  if (!bits) return -1;
+  Py_buffer view;
+  if (PyObject_GetBuffer(bits, &view, PyBUF_RECORDS_RO) == 0 &&
+      stax_py_buffer_needs_copy(&view, 0)) {
+    PyBuffer_Release(&view);
+    PyObject* copy = stax_py_hook_coerce
+                         ? PyObject_CallFunctionObjArgs(stax_py_hook_coerce, bits, Py_None, NULL)
+                         : NULL;
+    Py_DECREF(bits);
+    if (!copy) return -1;
+    bits = copy;
+    if (PyObject_GetBuffer(bits, &view, PyBUF_RECORDS_RO) < 0) {
+      Py_DECREF(bits);
+      return -1;
+    }
+  } else if (PyErr_Occurred()) {
+    Py_DECREF(bits);
+    return -1;
+  }
+  Py_DECREF(bits); /* the Py_buffer holds the exporter */
+  return stax_py_wrap_buffer(&view, STAX_DTYPE_BFLOAT16, what, out_tensor);
+}
+
 int stax_py_to_tensor(PyObject* obj, stax_dtype_t dtype, const char* what,
                       stax_tensor_t** out_tensor) {
   *out_tensor = NULL;
@@ -306,6 +348,8 @@ int stax_py_to_tensor(PyObject* obj, stax_dtype_t dtype, const char* what,
     stax_tensor_retain(*out_tensor);
     return 0;
   }
+  int bfloat16 = stax_py_from_bfloat16_array(obj, what, out_tensor);
+  if (bfloat16 <= 0) return bfloat16;
   if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyUnicode_Check(obj)) {
     int result = stax_py_from_buffer(obj, dtype, what, 0, out_tensor);
     if (result <= 0) return result;

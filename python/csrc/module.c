@@ -10,12 +10,14 @@ PyObject* stax_py_load_program(PyObject* module, PyObject* args, PyObject* kwarg
 
 static PyObject* module_set_hooks(PyObject* module, PyObject* args) {
   (void)module;
-  PyObject *asarray = NULL, *coerce = NULL;
-  if (!PyArg_ParseTuple(args, "OO:_set_hooks", &asarray, &coerce)) return NULL;
+  PyObject *asarray = NULL, *coerce = NULL, *bfloat16 = NULL;
+  if (!PyArg_ParseTuple(args, "OOO:_set_hooks", &asarray, &coerce, &bfloat16)) return NULL;
   Py_INCREF(asarray);
   Py_INCREF(coerce);
+  Py_INCREF(bfloat16);
   Py_XSETREF(stax_py_hook_asarray, asarray);
   Py_XSETREF(stax_py_hook_coerce, coerce);
+  Py_XSETREF(stax_py_hook_bfloat16, bfloat16);
   Py_RETURN_NONE;
 }
 
@@ -258,7 +260,7 @@ static PyObject* module_set_isa_cap(PyObject* module, PyObject* arg) {
 }
 
 static PyMethodDef module_methods[] = {
-    {"_set_hooks", module_set_hooks, METH_VARARGS, "_set_hooks(asarray, coerce)"},
+    {"_set_hooks", module_set_hooks, METH_VARARGS, "_set_hooks(asarray, coerce, bfloat16)"},
     {"version", module_version, METH_NOARGS, "The C library version."},
     {"ops", module_ops, METH_NOARGS, "[(op name, flags)] for every op stax has."},
     {"op_flags", module_op_flags, METH_NOARGS, "Names of the op flag bits."},

@@ -481,9 +481,12 @@ static PyObject* program_outputs_to_python(StaxProgramObject* self, stax_tensor_
     int32_t o = select ? select[k] : k;
     PyObject* tensor = PyTuple_GET_ITEM(wrapped, o);
     PyObject* item = tensor;
-    if (!tensors && stax_py_hook_asarray &&
-        stax_py_dtype_format(stax_tensor_dtype(((StaxTensorObject*)tensor)->tensor))) {
+    stax_dtype_t out_dtype = stax_tensor_dtype(((StaxTensorObject*)tensor)->tensor);
+    if (!tensors && stax_py_hook_asarray && stax_py_dtype_format(out_dtype)) {
       item = PyObject_CallOneArg(stax_py_hook_asarray, tensor);
+      if (!item) goto cleanup;
+    } else if (!tensors && stax_py_hook_bfloat16 && out_dtype == STAX_DTYPE_BFLOAT16) {
+      item = PyObject_CallOneArg(stax_py_hook_bfloat16, tensor);
       if (!item) goto cleanup;
     } else {
       Py_INCREF(item);

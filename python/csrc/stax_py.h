@@ -76,6 +76,9 @@ stax_dtype_t stax_py_parse_dtype(PyObject* obj);
 /* Hooks installed from Python (stax._C._set_hooks): numpy.asarray and the coercion helper. */
 extern PyObject* stax_py_hook_asarray; /* numpy.asarray */
 extern PyObject* stax_py_hook_coerce;  /* stax._coerce_array(obj, dtype_name_or_None) */
+/* stax._bfloat16_array(tensor): an ml_dtypes.bfloat16 numpy view of a bfloat16 tensor, or the
+ * tensor itself when ml_dtypes is not installed. NULL until set. */
+extern PyObject* stax_py_hook_bfloat16;
 
 /* ---- graph.c ----------------------------------------------------------------------------- */
 

@@ -563,13 +563,37 @@ static PyObject* tensor_numpy(StaxTensorObject* self, PyObject* unused) {
     PyErr_SetString(PyExc_RuntimeError, "numpy is not available");
     return NULL;
   }
+  if (stax_tensor_dtype(self->tensor) == STAX_DTYPE_BFLOAT16 && stax_py_hook_bfloat16) {
+    PyObject* array = PyObject_CallOneArg(stax_py_hook_bfloat16, (PyObject*)self);
+    if (!array || array != (PyObject*)self) return array;
+    Py_DECREF(array); /* ml_dtypes is missing: the error below */
+  }
   if (!stax_py_dtype_format(stax_tensor_dtype(self->tensor))) {
     PyErr_Format(PyExc_TypeError,
-                 "numpy has no %s dtype; convert in the graph (stax.cast) or use DLPack",
+                 "numpy has no %s dtype; install ml_dtypes (pip install ml_dtypes) for "
+                 "bfloat16 arrays, convert in the graph (stax.cast), or use DLPack",
                  stax_dtype_name(stax_tensor_dtype(self->tensor)));
     return NULL;
   }
   return PyObject_CallOneArg(stax_py_hook_asarray, (PyObject*)self);
+}
+
+/* The same memory as 16-bit unsigned integers (a 2-byte dtype only): how a bfloat16 tensor
+ * reaches numpy, which has no bfloat16, as the bits ml_dtypes reinterprets. */
+static PyObject* tensor_bits16(StaxTensorObject* self, PyObject* unused) {
+  (void)unused;
+  const stax_tensor_t* t = self->tensor;
+  if (stax_dtype_size(stax_tensor_dtype(t)) != 2) {
+    PyErr_Format(PyExc_TypeError, "_bits16: a %s tensor is not 2 bytes per element",
+                 stax_dtype_name(stax_tensor_dtype(t)));
+    return NULL;
+  }
+  stax_tensor_t* view = NULL;
+  stax_status_t status = stax_tensor_create_view(
+      stax_allocator_system(), stax_tensor_buffer(t), STAX_DTYPE_UINT16, stax_tensor_rank(t),
+      stax_tensor_dims(t), stax_tensor_strides(t), stax_tensor_offset(t), &view);
+  if (status) return stax_py_raise(status, "_bits16");
+  return stax_py_tensor_new(view, self->readonly);
 }
 
 static PyObject* tensor_repr(StaxTensorObject* self) {
@@ -601,7 +625,10 @@ static PyMethodDef tensor_methods[] = {
     {"__dlpack_device__", (PyCFunction)tensor_dlpack_device, METH_NOARGS,
      "Returns (1, 0): the CPU."},
     {"numpy", (PyCFunction)tensor_numpy, METH_NOARGS,
-     "numpy() -> numpy.ndarray\n--\n\nA numpy view of the tensor (no copy)."},
+     "numpy() -> numpy.ndarray\n--\n\nA numpy view of the tensor (no copy); bfloat16 as "
+     "ml_dtypes.bfloat16 when ml_dtypes is installed."},
+    {"_bits16", (PyCFunction)tensor_bits16, METH_NOARGS,
+     "_bits16() -> Tensor\n--\n\nThe same memory as uint16 (2-byte dtypes only)."},
     {NULL, NULL, 0, NULL},
 };
 

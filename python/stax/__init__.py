@@ -59,7 +59,18 @@ def _coerce_array(obj, dtype):
     return _np.ascontiguousarray(array)
 
 
-_C._set_hooks(_np.asarray, _coerce_array)
+def _bfloat16_array(tensor):
+    """Output helper for the C converter: a bfloat16 tensor as an ml_dtypes.bfloat16 numpy
+    array over the same memory (numpy has no bfloat16 of its own), or the Tensor itself when
+    ml_dtypes is not installed."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return tensor
+    return _np.asarray(tensor._bits16()).view(ml_dtypes.bfloat16)
+
+
+_C._set_hooks(_np.asarray, _coerce_array, _bfloat16_array)
 
 
 def from_dlpack(obj):
