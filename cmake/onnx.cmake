@@ -87,5 +87,13 @@ function(stax_onnx_finish_targets)
                    --exceptions "${PROJECT_SOURCE_DIR}/tests/onnx/node_exceptions.txt")
   # 77: the test data is not installed.
   set_tests_properties(onnx_node_suite PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
+  # The same models through the JIT tier in verify mode: every compiled segment is also
+  # interpreted and compared, and the outputs checked against the stored ones. Kernels go to
+  # an object cache in the build tree (not the user's), so a rerun loads them.
+  add_test(NAME onnx_node_suite_jit
+           COMMAND onnx_node_suite --jit --data "${STAX_ONNX_NODE_TEST_DATA}"
+                   --exceptions "${PROJECT_SOURCE_DIR}/tests/onnx/node_exceptions.txt")
+  set_tests_properties(onnx_node_suite_jit PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "STAX_JIT_CACHE_DIR=${CMAKE_BINARY_DIR}/node_suite_jit_cache")
 endfunction()
 cmake_language(DEFER CALL stax_onnx_finish_targets)

@@ -369,6 +369,11 @@ static void emit_row_node(row_emitter_t* e, int32_t n, row_node_t* row) {
       if (op == STAX_OP_Softmax) {
         row->result =
             derive(e, "inverse", n, stax_kir_binary(k, STAX_KIR_DIV, fc(e, dtype, 1), sum));
+      } else if (op == STAX_OP_LogSoftmax) {
+        /* (x - max) - log(sum): in float32, x - (max + log(sum)) rounds log(sum) to the row's
+         * magnitude (the node suite's test_logsoftmax_large_number, rows near 1e4, lost 2.4e-4
+         * that way; the generic kernel, softmax.c, works in double and can fold them). */
+        row->result = derive(e, "logsum", n, stax_kir_unary(k, STAX_KIR_LOG, sum));
       } else {
         row->result = derive(
             e, "logsum", n,
@@ -459,7 +464,9 @@ const stax_kir_expr_t* lower_row_output_expr(lower_t* L, int32_t n, int32_t slot
                          stax_kir_binary(k, STAX_KIR_SUB, x, stax_kir_local(k, row->first))),
           stax_kir_local(k, row->result));
     case STAX_OP_LogSoftmax:
-      return stax_kir_binary(k, STAX_KIR_SUB, x, stax_kir_local(k, row->result));
+      return stax_kir_binary(
+          k, STAX_KIR_SUB, stax_kir_binary(k, STAX_KIR_SUB, x, stax_kir_local(k, row->first)),
+          stax_kir_local(k, row->result));
     case STAX_OP_LayerNormalization: {
       const stax_kir_expr_t* y = stax_kir_binary(
           k, STAX_KIR_MUL, stax_kir_binary(k, STAX_KIR_SUB, x, stax_kir_local(k, row->result)),

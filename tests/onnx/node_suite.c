@@ -11,7 +11,11 @@
  * Each test runs in a child process, so a crash or a hang (watchdog) fails that test only.
  *
  *   onnx_node_suite --data DIR [--exceptions FILE] [--test NAME]... [--no-fork]
- *                   [--timeout SECONDS] [--quiet]
+ *                   [--timeout SECONDS] [--quiet] [--jit]
+ * With --jit every model also runs through the JIT tier in verify mode (sync, threshold 1,
+ * every data set run twice so the second call runs the compiled kernels): each compiled
+ * segment is interpreted on the same inputs and compared (docs/jit.md, "Verify mode"), and
+ * the outputs are compared with the stored ones as usual.
  * With --test the named tests run in-process (unless --fork) and print details: ops, import
  * errors, the imported graph, and the first mismatching elements of each output. */
 #include <dirent.h>
@@ -50,6 +54,7 @@ typedef struct suite_options_t {
   int timeout_seconds;
   bool verbose;
   bool quiet;
+  bool jit;
 } suite_options_t;
 
 static stax_allocator_t suite_allocator(void) { return stax_allocator_system(); }
@@ -330,7 +335,7 @@ static bool suite_order_inputs(const stax_program_t* program, stax_tensor_t** lo
 
 static void suite_run_data_set(stax_context_t* context, const stax_program_t* program,
                                const char* set_dir, const char* set_name, bool verbose,
-                               suite_result_t* result) {
+                               bool jit, suite_result_t* result) {
   stax_tensor_t* inputs[SUITE_MAX_TENSORS] = {0};
   char* input_names[SUITE_MAX_TENSORS] = {0};
   stax_tensor_t* expected[SUITE_MAX_TENSORS] = {0};
@@ -360,10 +365,17 @@ static void suite_run_data_set(stax_context_t* context, const stax_program_t* pr
              output_count);
     goto cleanup;
   }
-  status = stax_context_run(context, input_count, ordered, output_count, outputs);
-  if (status != STAX_OK) {
-    suite_set_status_reason(result, set_name, status);
-    goto cleanup;
+  for (int call = 0; call < (jit ? 2 : 1); call++) {
+    /* JIT: the first call compiles (sync), the second runs the kernels; both verify. */
+    for (int32_t o = 0; call > 0 && o < output_count; o++) {
+      stax_tensor_release(outputs[o]);
+      outputs[o] = NULL;
+    }
+    status = stax_context_run(context, input_count, ordered, output_count, outputs);
+    if (status != STAX_OK) {
+      suite_set_status_reason(result, set_name, status);
+      goto cleanup;
+    }
   }
   for (int32_t o = 0; o < output_count; o++) {
     char label[256];
@@ -438,7 +450,9 @@ static void suite_run_test(const suite_options_t* options, const char* test_dir,
     suite_set_status_reason(result, "compile", status);
     return;
   }
-  status = stax_context_create(allocator, program, NULL, &context);
+  stax_context_options_t jit_options = {.jit = STAX_JIT_SYNC, .jit_threshold = 1,
+                                        .jit_verify = true};
+  status = stax_context_create(allocator, program, options->jit ? &jit_options : NULL, &context);
   if (status != STAX_OK) {
     suite_set_status_reason(result, "context", status);
     stax_program_release(program);
@@ -453,7 +467,8 @@ static void suite_run_test(const suite_options_t* options, const char* test_dir,
   for (int s = 0; s < sets.count && result->outcome == SUITE_PASS; s++) {
     char set_dir[4096 + 300];
     snprintf(set_dir, sizeof(set_dir), "%s/%s", test_dir, sets.items[s]);
-    suite_run_data_set(context, program, set_dir, sets.items[s], options->verbose, result);
+    suite_run_data_set(context, program, set_dir, sets.items[s], options->verbose, options->jit,
+                       result);
   }
   suite_strings_free(&sets);
   stax_context_destroy(context);
@@ -610,7 +625,7 @@ static void suite_op_stats_print(const suite_op_stats_t* stats) {
 static void suite_usage(void) {
   fprintf(stderr,
           "usage: onnx_node_suite --data DIR [--exceptions FILE] [--test NAME]... [--fork | "
-          "--no-fork] [--timeout SECONDS] [--quiet]\n");
+          "--no-fork] [--timeout SECONDS] [--quiet] [--jit]\n");
 }
 
 static bool suite_parse_args(int argc, char** argv, suite_options_t* options) {
@@ -636,6 +651,8 @@ static bool suite_parse_args(int argc, char** argv, suite_options_t* options) {
       options->fork_mode = 0;
     } else if (strcmp(arg, "--quiet") == 0) {
       options->quiet = true;
+    } else if (strcmp(arg, "--jit") == 0) {
+      options->jit = true;
     } else {
       return false;
     }
