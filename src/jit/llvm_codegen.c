@@ -561,6 +561,11 @@ static void emit_local_statement(codegen_t* cg, const stax_kir_stmt_t* s) {
     LLVMBuildStore(builder, updated, slot_partial);
     return;
   }
+  /* Inside a vector step a value that does not vary along the loop (a stride-0 view: one
+   * element broadcast over the row) still stands for `lanes` elements: a sum must add it
+   * `lanes` times, not once (the conformance suite's LayerNormalization of a broadcast row). */
+  if (slot_lanes == 1 && stax_llvm_lanes(value) == 1 && cg->lanes > 1)
+    value = stax_llvm_splat(&cg->em, value, cg->lanes);
   if (slot_lanes == 1 && stax_llvm_lanes(value) > 1)
     value = horizontal_reduce(cg, s->reduce_op, local->dtype, value);
   LLVMValueRef current = LLVMBuildLoad2(builder, type, slot, "");

@@ -98,12 +98,24 @@ stax_status_t lower_check_elementwise(const lower_t* L, const stax_jit_node_t* n
         return lower_refuse(L, "Pow node '%s' with a bool exponent", name);
       break;
     }
+    case STAX_OP_Clip:
+      if (node->input_count <= 1) {
+        for (int32_t i = 0; i < 2; i++) {
+          const char* what = i == 0 ? "min" : "max";
+          if (!stax_node_attr_find(node->node, what)) continue;
+          if (!stax_dtype_is_float(dtype))
+            return lower_refuse(L, "Clip node '%s' with a '%s' attribute on %s", name, what,
+                                stax_dtype_name(dtype));
+          float value = 0.0f;
+          STAX_RETURN_IF_ERROR(stax_node_attr_float(node->node, what, 0.0f, &value));
+        }
+      }
+      /* fall through */
     case STAX_OP_PRelu:
     case STAX_OP_Relu:
     case STAX_OP_Neg:
     case STAX_OP_Sign:
     case STAX_OP_Abs:
-    case STAX_OP_Clip:
     case STAX_OP_Max:
     case STAX_OP_Min:
     case STAX_OP_Sum:
@@ -359,7 +371,23 @@ const stax_kir_expr_t* lower_elementwise_expr(lower_t* L, const stax_jit_node_t*
       /* NaN stays NaN for floats. */
       return stax_dtype_is_float(b.dtype) ? sel(&b, un(&b, STAX_KIR_IS_NAN, x), x, sign) : sign;
     }
-    case STAX_OP_Clip: return clamp(&b, x, in[1], in[2]);
+    case STAX_OP_Clip: {
+      /* Before opset 11 the bounds are the float attributes 'min' and 'max' (the node has one
+       * input); lower_check_elementwise took them for float dtypes only. */
+      const stax_kir_expr_t* bounds[2] = {in[1], in[2]};
+      for (int32_t i = 0; i < 2 && node->input_count <= 1; i++) {
+        const char* what = i == 0 ? "min" : "max";
+        float value = 0.0f;
+        if (!stax_node_attr_find(node->node, what)) continue;
+        stax_status_t status = stax_node_attr_float(node->node, what, 0.0f, &value);
+        if (status) {
+          stax_status_free(status); /* checked already: cannot happen */
+          continue;
+        }
+        bounds[i] = c(&b, value);
+      }
+      return clamp(&b, x, bounds[0], bounds[1]);
+    }
     case STAX_OP_IsNaN: return un(&b, STAX_KIR_IS_NAN, x);
     case STAX_OP_IsInf: {
       int64_t negative = 1, positive = 1;

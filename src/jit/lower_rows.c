@@ -384,14 +384,34 @@ static void emit_row_node(row_emitter_t* e, int32_t n, row_node_t* row) {
     case STAX_OP_LayerNormalization: {
       row->first = reduce_pass(e, n, "sum", row, STAX_KIR_ADD, 0, T_NONE, -1);
       scalar_point(e);
-      row->result =
-          derive(e, "mean", n,
-                 stax_kir_binary(k, STAX_KIR_DIV, read(e, row->first), fc(e, dtype, length)));
-      row->second =
-          reduce_pass(e, n, "squares", row, STAX_KIR_ADD, 0, T_DEVIATION_SQUARED, row->result);
+      int32_t rough = derive(e, "rough_mean", n,
+                             stax_kir_binary(k, STAX_KIR_DIV, read(e, row->first),
+                                             fc(e, dtype, length)));
+      /* The corrected two-pass variance: one pass sums d = x - rough_mean and d^2, then
+       * mean = rough_mean + sum(d)/n and variance = sum(d^2)/n - (sum(d)/n)^2. In float32 the
+       * first pass's sum of a row far from zero (1000 +- 1) is off by ulps of the sum, which
+       * the plain mean carried into every output (2e-4 against the generic kernel's double);
+       * sum(d) measures and removes that error. */
+      int32_t deviations = new_local(e, "deviations", n, dtype);
+      row->second = new_local(e, "squares", n, dtype);
       scalar_point(e);
-      const stax_kir_expr_t* variance =
-          stax_kir_binary(k, STAX_KIR_DIV, read(e, row->second), fc(e, dtype, length));
+      stax_kir_add_declare(k, e->body, deviations, fc(e, dtype, 0));
+      stax_kir_add_declare(k, e->body, row->second, fc(e, dtype, 0));
+      stax_kir_block_t* block = row_pass(e, 4);
+      const stax_kir_expr_t* d = stax_kir_binary(
+          k, STAX_KIR_SUB, lower_value_expr(L, row->input, LOWER_FULL), read(e, rough));
+      stax_kir_add_reduce(k, block, deviations, STAX_KIR_ADD, d);
+      stax_kir_add_reduce(k, block, row->second, STAX_KIR_ADD, stax_kir_binary(k, STAX_KIR_MUL, d, d));
+      scalar_point(e);
+      int32_t correction = derive(e, "correction", n,
+                                  stax_kir_binary(k, STAX_KIR_DIV, read(e, deviations),
+                                                  fc(e, dtype, length)));
+      row->result = derive(e, "mean", n,
+                           stax_kir_binary(k, STAX_KIR_ADD, read(e, rough), read(e, correction)));
+      const stax_kir_expr_t* variance = stax_kir_binary(
+          k, STAX_KIR_SUB,
+          stax_kir_binary(k, STAX_KIR_DIV, read(e, row->second), fc(e, dtype, length)),
+          stax_kir_binary(k, STAX_KIR_MUL, read(e, correction), read(e, correction)));
       row->extra =
           derive(e, "inverse_std", n,
                  stax_kir_binary(k, STAX_KIR_DIV, fc(e, dtype, 1),

@@ -503,6 +503,11 @@ static stax_status_t build_graph(const runner_t* r, const case_spec_t* c, case_s
   return STAX_OK;
 }
 
+/* --jit: every context runs the JIT tier in verify mode (sync, threshold 1), so each compiled
+ * segment is also interpreted and compared, and every run is repeated so the second one runs
+ * the kernels. */
+static bool conformance_jit = false;
+
 static const char* variant_name(int program, stax_dispatch_mode_t mode) {
   if (program == 0) return mode == STAX_DISPATCH_SWITCH ? "switch" : "goto";
   return mode == STAX_DISPATCH_SWITCH ? "switch, no static variants"
@@ -514,6 +519,11 @@ static const char* variant_name(int program, stax_dispatch_mode_t mode) {
 static bool run_and_compare(const case_spec_t* c, case_state_t* s, int program,
                             stax_dispatch_mode_t mode, char* why, size_t why_size) {
   stax_context_options_t options = {.dispatch = mode};
+  if (conformance_jit) {
+    options.jit = STAX_JIT_SYNC;
+    options.jit_threshold = 1;
+    options.jit_verify = true;
+  }
   stax_context_t* context = NULL;
   stax_status_t status = stax_context_create(alloc(), s->programs[program], &options, &context);
   if (status) {
@@ -523,7 +533,7 @@ static bool run_and_compare(const case_spec_t* c, case_state_t* s, int program,
     return false;
   }
   bool ok = true;
-  int repeats = mode == STAX_DISPATCH_SWITCH ? 2 : 1;
+  int repeats = mode == STAX_DISPATCH_SWITCH || conformance_jit ? 2 : 1;
   for (int step = 0; ok && step < repeats * c->run_count; step++) {
     int run = step % c->run_count;
     const run_spec_t* spec = &c->runs[run];
@@ -753,9 +763,11 @@ static int run_manifest(runner_t* r, const char* dir) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: stax_conformance [CASE_DIR] [--filter OP[,OP...]] [--verbose] [--no-chain]\n"
+          "usage: stax_conformance [CASE_DIR] [--filter OP[,OP...]] [--verbose] [--no-chain] "
+          "[--jit]\n"
           "  CASE_DIR: the output folder of tests/conformance/gen_cases.py\n"
-          "  --filter: only these ops ('chain' selects the whole-program tests)\n");
+          "  --filter: only these ops ('chain' selects the whole-program tests)\n"
+          "  --jit: run the JIT tier in verify mode (sync, threshold 1, every run twice)\n");
 }
 
 int main(int argc, char** argv) {
@@ -770,6 +782,8 @@ int main(int argc, char** argv) {
       r->filter = argv[++i];
     } else if (strcmp(argv[i], "--no-chain") == 0) {
       chain = false;
+    } else if (strcmp(argv[i], "--jit") == 0) {
+      conformance_jit = true;
     } else if (argv[i][0] == '-') {
       usage();
       free(r);
