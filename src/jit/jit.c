@@ -4,6 +4,8 @@
 #include "jit/jit.h"
 #include "base/hash_map.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -109,9 +111,24 @@ static struct stax_jit_backend_s the_backend;
 static pthread_once_t backend_once = PTHREAD_ONCE_INIT;
 static stax_status_t backend_status = STAX_OK;
 
+/* Runs once, when something first wants the JIT (a context with the JIT on compiling, build
+ * info). Without a backend every call interprets, several times slower: that is said once on
+ * stderr rather than left for the user to discover. STAX_JIT_BACKEND=none switches the
+ * backend off as a build without LLVM has it (tests of that path, comparisons). */
 static void backend_start(void) {
-  backend_status = stax_llvm_backend_start(&the_backend.vtable, &the_backend.self);
-  if (backend_status == STAX_OK) the_backend.target = the_backend.vtable->target(the_backend.self);
+  const char* wanted = getenv("STAX_JIT_BACKEND");
+  if (wanted && strcmp(wanted, "none") == 0) {
+    backend_status = stax_status_make(STAX_UNIMPLEMENTED,
+                                      "the JIT backend is switched off (STAX_JIT_BACKEND=none)");
+  } else {
+    backend_status = stax_llvm_backend_start(&the_backend.vtable, &the_backend.self);
+  }
+  if (backend_status == STAX_OK) {
+    the_backend.target = the_backend.vtable->target(the_backend.self);
+  } else {
+    fprintf(stderr, "stax: warning: the JIT is unavailable, so every call is interpreted: %s\n",
+            stax_status_message(backend_status));
+  }
 }
 
 stax_status_t stax_jit_backend_get(stax_jit_backend_t** out_backend) {

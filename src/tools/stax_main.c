@@ -37,6 +37,8 @@ static void print_usage(FILE* f) {
           "(default ~/.cache/stax/jit, at most STAX_JIT_CACHE_MAX_MB, default 256),\n"
           "STAX_JIT_CACHE=0 turns that cache off; STAX_JIT_SYMBOLIC=0 leaves attention-\n"
           "like groups (no row structure) to exact-shape kernels instead of symbolic ones;\n"
+          "STAX_JIT_BACKEND=none runs without the JIT backend, as a build without LLVM\n"
+          "does (a warning says so once);\n"
           "STAX_JIT_PROMOTE=0 gives a hot shape no exact-shape version of its own (by\n"
           "default one is compiled and timed against the shape-generic kernels);\n"
           "STAX_ISA=avx512|avx2|sse2 caps the vector instructions the kernels and the JIT\n"

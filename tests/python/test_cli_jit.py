@@ -78,3 +78,21 @@ def test_source_prints_llvm_ir(stax_bin, tmp_path):
     assert r.stdout.strip()
     r = run(stax_bin, "source", model, "--shape", "x=2x3")
     assert r.returncode != 0 and r.stderr.strip()
+
+
+def test_missing_jit_backend_warns_once(stax_bin, tmp_path):
+    # STAX_JIT_BACKEND=none is how a build without LLVM starts: every call interprets, and the
+    # user is told so once, not once per call; the answers are the interpreter's.
+    model, inputs = setup_s1(tmp_path)
+    env = dict(os.environ, STAX_JIT_BACKEND="none")
+    r = run(stax_bin, "run", model, *inputs, "--repeat", "5", "--jit=sync", "-o",
+            tmp_path / "none", "--stats-json", tmp_path / "none.json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("the JIT is unavailable, so every call is interpreted") == 1, r.stderr
+    assert "STAX_JIT_BACKEND=none" in r.stderr
+    calls = json.loads((tmp_path / "none.json").read_text())["calls"]
+    assert calls["compiled"] == 0 and calls["partial"] == 0 and calls["interpreted"] == 5
+    r = run(stax_bin, "run", model, *inputs, "--repeat", "5", "--jit=off", "-o", tmp_path / "off")
+    assert r.returncode == 0 and "JIT is unavailable" not in r.stderr, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "none" / "y.npy"),
+                                  np.load(tmp_path / "off" / "y.npy"))
