@@ -109,6 +109,20 @@ STAX_MUST_USE stax_status_t stax_cli_timings_report(const stax_cli_timings_t* ti
                                                     bool per_shape, FILE* out);
 void stax_cli_timings_free(stax_cli_timings_t* timings);
 
+/* ---- progress on a terminal (cli_progress.c) ---- */
+
+/* stderr is a terminal, or STAX_PROGRESS=1 forces progress lines (STAX_PROGRESS=0: never). */
+bool stax_cli_progress_enabled(void);
+/* The context's progress callback (data: the verb's name): a sync-mode compile still running
+ * half a second after its start prints "stax run: compiling 11 kernels for segment 0 ...",
+ * and " done in 1.20 s" when it ends. */
+void stax_cli_progress_compile(void* data, const stax_progress_t* progress);
+/* Stops the watcher thread the callback started (if it did). */
+void stax_cli_progress_finish(void);
+/* stax_program_jit_drain, saying on stderr (when progress) how many background compiles it
+ * waits for. */
+void stax_cli_jit_drain(const char* verb, const stax_program_t* program, bool progress);
+
 int stax_cli_info(int argc, char** argv);
 int stax_cli_run(int argc, char** argv);
 int stax_cli_compile(int argc, char** argv);

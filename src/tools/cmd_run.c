@@ -71,7 +71,18 @@ static void print_run_help(FILE* f) {
           "                   compiled, interpreted; memory: the arena the last call\n"
           "                   needed, its peak, allocator calls of the last call\n"
           "                   (docs/memory.md; STAX_MEMORY_PLAN=0 switches planning off)\n"
+          "  --trace FILE     write a Chrome trace-event JSON file (chrome://tracing,\n"
+          "                   ui.perfetto.dev) of the calls (warm-up ones too): every call,\n"
+          "                   interpreted instruction (op, node), JIT kernel run (segment,\n"
+          "                   group, generic or exact version) and compile (on the compiler\n"
+          "                   thread's track when in the background)\n"
+          "  --trace-max-events N  the trace's cap (default 500000 events, about 100 bytes\n"
+          "                   each); later events are dropped, and the file says how many\n"
           STAX_CLI_PASS_OPTION_HELP
+          "\n"
+          "On a terminal (or with STAX_PROGRESS=1; STAX_PROGRESS=0: never) a --jit=sync compile\n"
+          "that keeps a call waiting over half a second says so on stderr, and so does waiting\n"
+          "at exit for background compiles.\n"
           "\n"
           "Exit status: 0 on success, 1 on any error (message on stderr), 2 on bad usage.\n");
 }
@@ -81,7 +92,7 @@ static const char* const run_long_options[] = {
     "--input",    "--output",   "--shape",         "--shape-range",    "--fill",
     "--seed",     "--repeat",   "--duration",      "--warmup",         "--threads",
     "--dispatch", "--jit",      "--jit-threshold", "--jit-versions",   "--jit-generic",
-    "--stats-json", "--disable-pass", "--help",
+    "--stats-json", "--disable-pass", "--trace", "--trace-max-events", "--help",
 };
 
 static double now_seconds(void) {
@@ -166,6 +177,8 @@ typedef struct run_args_t {
   long jit_threshold, jit_versions;
   stax_jit_generic_t jit_generic;
   const char* stats_path;
+  const char* trace_path;
+  long trace_max_events;
 } run_args_t;
 
 /* The inputs of a run: per set and input, a tensor made once (files, --shape) or a source
@@ -508,6 +521,12 @@ static int parse_run_args(int argc, char** argv, run_args_t* args) {
     } else if ((value = option_value("--stats-json", argc, argv, &i, &matched)) || matched) {
       if (!value) code = stax_cli_usage_error("run", "--stats-json needs a file");
       args->stats_path = value;
+    } else if ((value = option_value("--trace-max-events", argc, argv, &i, &matched)) ||
+               matched) {
+      code = parse_count("--trace-max-events", value, 1, 100000000, &args->trace_max_events);
+    } else if ((value = option_value("--trace", argc, argv, &i, &matched)) || matched) {
+      if (!value || !*value) code = stax_cli_usage_error("run", "--trace needs a file");
+      args->trace_path = value;
     } else if ((value = option_value("--dispatch", argc, argv, &i, &matched)) || matched) {
       if (value && strcmp(value, "goto") == 0) args->dispatch = STAX_DISPATCH_GOTO;
       else if (value && strcmp(value, "switch") == 0) args->dispatch = STAX_DISPATCH_SWITCH;
@@ -537,6 +556,8 @@ static int parse_run_args(int argc, char** argv, run_args_t* args) {
     if (code != STAX_CLI_OK) return code;
   }
   if (!args->path) return stax_cli_usage_error("run", "no model given");
+  if (args->trace_max_events > 0 && !args->trace_path)
+    return stax_cli_usage_error("run", "--trace-max-events needs --trace FILE");
   return STAX_CLI_OK;
 }
 
@@ -560,6 +581,7 @@ int stax_cli_run(int argc, char** argv) {
   memset(&timings, 0, sizeof(timings));
   int32_t output_count = 0;
   stax_status_t status = STAX_OK;
+  bool progress = stax_cli_progress_enabled();
   /* --threads sizes the process-wide pool before anything starts it (the graph passes may);
    * a pool already running gets a pool of the run's own instead. */
   if (args.threads > 0 && !stax_threadpool_set_default_threads((int32_t)args.threads))
@@ -582,7 +604,11 @@ int stax_cli_run(int argc, char** argv) {
                                     .jit = args.jit,
                                     .jit_threshold = (int32_t)args.jit_threshold,
                                     .jit_max_versions = (int32_t)args.jit_versions,
-                                    .jit_generic = args.jit_generic};
+                                    .jit_generic = args.jit_generic,
+                                    .trace = args.trace_path != NULL,
+                                    .trace_max_events = args.trace_max_events,
+                                    .progress = progress ? stax_cli_progress_compile : NULL,
+                                    .progress_data = (void*)"run"};
   status = stax_context_create(stax_allocator_system(), model.program, &options, &context);
   if (status) goto cleanup;
 
@@ -619,7 +645,7 @@ int stax_cli_run(int argc, char** argv) {
     if (status) goto cleanup;
   }
   if (args.stats_path) {
-    stax_program_jit_drain(model.program);
+    stax_cli_jit_drain("run", model.program, progress);
     FILE* f = strcmp(args.stats_path, "-") == 0 ? stdout : fopen(args.stats_path, "w");
     if (!f) {
       status = stax_status_make(STAX_IO_ERROR, "cannot write %s: %s", args.stats_path,
@@ -646,9 +672,12 @@ int stax_cli_run(int argc, char** argv) {
     if (status) goto cleanup;
   }
   /* Compiles still in flight finish before the program goes (after the outputs are out), so
-   * their kernels reach the object cache and the next run with these shapes starts warm. */
-  stax_program_jit_drain(model.program);
+   * their kernels reach the object cache and the next run with these shapes starts warm;
+   * and so that their events are in the trace. */
+  stax_cli_jit_drain("run", model.program, progress);
+  if (args.trace_path) status = stax_context_trace_save(context, args.trace_path);
 cleanup:
+  stax_cli_progress_finish();
   stax_cli_timings_free(&timings);
   run_inputs_free(&in);
   for (int32_t o = 0; o < STAX_CLI_MAX_INPUTS; o++)
