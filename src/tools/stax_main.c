@@ -43,7 +43,9 @@ static void print_usage(FILE* f) {
           "use (default: the CPU's best); STAX_DISABLE_PASSES=cse,fuse,... (or all)\n"
           "switches graph passes off (fold, noop, simplify, fuse, cse, dce);\n"
           "STAX_MEMORY_PLAN=0 switches memory planning off (every temporary from the\n"
-          "buffer pool instead of the per-call arena).\n",
+          "buffer pool instead of the per-call arena); STAX_PROGRESS=1 prints progress\n"
+          "lines (long sync compiles, waiting for background ones) even when stderr is not\n"
+          "a terminal, STAX_PROGRESS=0 never.\n",
           "version", "print the stax version (--verbose: ISA, JIT, cache)", "help",
           "print this text");
 }
