@@ -229,7 +229,7 @@ static stax_status_t slot_join(run_inputs_t* in, int32_t set, const char* symbol
     run_slot_t* slot = &in->slots[in->slot_count++];
     memset(slot, 0, sizeof(*slot));
     slot->set = set;
-    snprintf(slot->symbol, sizeof(slot->symbol), "%s", symbol);
+    memcpy(slot->symbol, symbol, strlen(symbol) + 1); /* shorter than symbol[]: checked above */
     slot->lo = lo;
     slot->hi = hi;
     slot->first = option;
