@@ -144,6 +144,25 @@ typedef enum stax_jit_generic_e {
   STAX_JIT_GENERIC_OFF = 2,     /* exact-shape versions only (every new shape compiles) */
 } stax_jit_generic_t;
 
+/* Progress of work a call does besides running the model, for a terminal's "compiling ...":
+ * a sync-mode compile (stax_context_options_t.jit = STAX_JIT_SYNC) of a segment's version
+ * reports its start, each kernel, and its end. */
+typedef enum stax_progress_kind_e {
+  STAX_PROGRESS_COMPILE_BEGIN = 1,
+  STAX_PROGRESS_COMPILE_KERNEL = 2, /* one more kernel compiled (or loaded, or refused) */
+  STAX_PROGRESS_COMPILE_END = 3,
+} stax_progress_kind_t;
+typedef struct stax_progress_t {
+  stax_progress_kind_t kind;
+  int32_t segment;
+  int32_t kernels;   /* kernels the version compiles */
+  int32_t done;      /* of them, finished so far */
+  bool generic;      /* a shape-generic version (else exact-shape) */
+  double elapsed_ms; /* since BEGIN */
+} stax_progress_t;
+/* Called on the thread running the call, with no lock of stax's held. */
+typedef void (*stax_progress_fn)(void* user_data, const stax_progress_t* progress);
+
 typedef struct stax_context_options_t {
   stax_dispatch_mode_t dispatch;
   stax_threadpool_t* pool;  /* NULL: the process-wide default pool */
@@ -159,6 +178,12 @@ typedef struct stax_context_options_t {
   /* Switch the memory plan off (docs/memory.md): every temporary then comes from the
    * thread's buffer pool. STAX_MEMORY_PLAN=0 in the environment does the same. */
   bool disable_memory_plan;
+  /* Record a trace from the first call, as stax_context_trace_start(ctx, trace_max_events)
+   * would (docs/vm.md, "Tracing"). */
+  bool trace;
+  int64_t trace_max_events; /* 0: 500000 */
+  stax_progress_fn progress; /* NULL: none */
+  void* progress_data;
 } stax_context_options_t;
 
 STAX_MUST_USE stax_status_t stax_context_create(stax_allocator_t allocator,
@@ -183,6 +208,33 @@ const uint64_t* stax_context_instruction_counts(const stax_context_t* context);
 const uint64_t* stax_context_instruction_nanos(const stax_context_t* context);
 int32_t stax_context_segment_count(const stax_context_t* context);
 const uint64_t* stax_context_segment_counts(const stax_context_t* context);
+
+/* Tracing (docs/vm.md, "Tracing"): while recording, the context keeps in memory a timed event
+ * for every call, every interpreted instruction (op or opcode, node), every JIT kernel run
+ * (kernel, segment, group, generic or exact version) and every compile it asked for
+ * (sync-mode compiles on the calling thread; background ones on the compiler thread's own
+ * track), at most max_events of them (0: 500000, about 100 bytes each); later events are
+ * dropped and counted, and the file says so. Off (the default) it costs one branch per
+ * instruction, the one profile_timing already takes. */
+/* Clears the context's trace and starts recording. */
+STAX_MUST_USE stax_status_t stax_context_trace_start(stax_context_t* context, int64_t max_events);
+/* Stops recording; the events stay for stax_context_trace_write. No-op when not tracing. */
+void stax_context_trace_stop(stax_context_t* context);
+typedef struct stax_trace_stats_t {
+  bool recording;
+  int64_t events;     /* kept */
+  int64_t dropped;    /* past the cap */
+  int64_t max_events; /* the cap; 0 when the context has no trace */
+} stax_trace_stats_t;
+STAX_MUST_USE stax_status_t stax_context_trace_stats(const stax_context_t* context,
+                                                     stax_trace_stats_t* out_stats);
+/* Writes the trace as Chrome trace-event JSON ({"traceEvents": [...]}: "ph": "X" events,
+ * ts and dur in microseconds; chrome://tracing or ui.perfetto.dev open it).
+ * FAILED_PRECONDITION when the context never traced. Compiles still running in the
+ * background add their events when they finish: stax_program_jit_drain first for all. */
+STAX_MUST_USE stax_status_t stax_context_trace_write(const stax_context_t* context, FILE* out);
+STAX_MUST_USE stax_status_t stax_context_trace_save(const stax_context_t* context,
+                                                    const char* path);
 
 /* Memory statistics of a context (docs/memory.md). Counters are the last call's. */
 typedef struct stax_memory_stats_t {
@@ -253,6 +305,8 @@ STAX_MUST_USE stax_status_t stax_program_jit_stats(const stax_program_t* program
                                                    stax_jit_segment_stats_t* out_stats);
 /* Waits until the background compiler's queue is empty (tests, benchmarks). */
 void stax_program_jit_drain(const stax_program_t* program);
+/* Background compiles queued or running now (what a drain would wait for). */
+int32_t stax_program_jit_pending(const stax_program_t* program);
 /* Writes every segment's statistics as JSON. */
 STAX_MUST_USE stax_status_t stax_program_jit_stats_json(const stax_program_t* program, FILE* out);
 /* The same for the context's program, plus "memory": the context's memory statistics

@@ -634,19 +634,19 @@ static PyObject* program_run(StaxProgramObject* self, PyObject* args) {
 }
 
 /* configure(num_threads=-1, jit_threshold=0, jit_max_versions=0, jit_verify=False,
- * jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None): the execution options of the
+ * jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None, trace=False): the execution options of the
  * contexts this program makes (stax_context_options_t), before the first call. num_threads
  * -1: the process-wide pool; n >= 0: a pool of the program's own (0: one thread per core).
  * jit_cache_dir: None keeps the environment's folder, "" switches the on-disk cache off. */
 static PyObject* program_configure(StaxProgramObject* self, PyObject* args, PyObject* kwargs) {
   static char* keywords[] = {"num_threads", "jit_threshold", "jit_max_versions", "jit_verify",
-                             "jit_tolerance", "jit_generic", "jit_cache_dir", NULL};
-  int num_threads = -1, threshold = 0, max_versions = 0, verify = 0, generic = 0;
+                             "jit_tolerance", "jit_generic", "jit_cache_dir", "trace", NULL};
+  int num_threads = -1, threshold = 0, max_versions = 0, verify = 0, generic = 0, trace = 0;
   double tolerance = 0.0;
   PyObject* cache_dir = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiipdiO:_configure", keywords, &num_threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|iiipdiOp:_configure", keywords, &num_threads,
                                    &threshold, &max_versions, &verify, &tolerance, &generic,
-                                   &cache_dir))
+                                   &cache_dir, &trace))
     return NULL;
   if (threshold < 0 || max_versions < 0 || tolerance < 0 || num_threads < -1 ||
       generic < STAX_JIT_GENERIC_DEFAULT || generic > STAX_JIT_GENERIC_OFF) {
@@ -679,7 +679,54 @@ static PyObject* program_configure(StaxProgramObject* self, PyObject* args, PyOb
   self->options.jit_verify = verify != 0;
   self->options.jit_tolerance = tolerance;
   self->options.jit_generic = (stax_jit_generic_t)generic;
+  self->options.trace = trace != 0; /* every context records from its first call */
   Py_RETURN_NONE;
+}
+
+/* _trace_json() -> list of str: the trace of each context this program made (one per
+ * thread that called it), as Chrome trace-event JSON, after the background compiles queued
+ * so far have finished (their events belong in it). Empty when tracing is off. */
+static PyObject* program_trace_json(StaxProgramObject* self, PyObject* unused) {
+  (void)unused;
+  if (!self->options.trace) return PyList_New(0);
+  Py_BEGIN_ALLOW_THREADS stax_program_jit_drain(self->program);
+  Py_END_ALLOW_THREADS
+  PyObject* list = PyList_New(0);
+  if (!list) return NULL;
+  pthread_mutex_lock(&self->lock);
+  /* The contexts live as long as the program; a running one keeps appending (the trace has
+   * its own lock), so this reads what it has so far. */
+  int32_t count = self->all_count;
+  stax_context_t** contexts = malloc((size_t)(count > 0 ? count : 1) * sizeof(*contexts));
+  if (contexts) memcpy(contexts, self->all, (size_t)count * sizeof(*contexts));
+  pthread_mutex_unlock(&self->lock);
+  if (!contexts) {
+    Py_DECREF(list);
+    return PyErr_NoMemory();
+  }
+  for (int32_t c = 0; c < count; c++) {
+    char* text = NULL;
+    size_t size = 0;
+    FILE* out = open_memstream(&text, &size);
+    if (!out) {
+      free(contexts);
+      Py_DECREF(list);
+      return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    stax_status_t status = stax_context_trace_write(contexts[c], out);
+    fclose(out);
+    PyObject* item = status ? NULL : PyUnicode_DecodeUTF8(text, (Py_ssize_t)size, "replace");
+    free(text);
+    if (status || !item || PyList_Append(list, item) < 0) {
+      Py_XDECREF(item);
+      free(contexts);
+      Py_DECREF(list);
+      return status ? stax_py_raise(status, "while writing the trace") : NULL;
+    }
+    Py_DECREF(item);
+  }
+  free(contexts);
+  return list;
 }
 
 static PyObject* program_get_num_threads(StaxProgramObject* self, void* c) {
@@ -1018,8 +1065,10 @@ static PyMethodDef program_methods[] = {
      "arrays, 4 dict of stax Tensors; select: output indices to return, in order."},
     {"_configure", (PyCFunction)(void (*)(void))program_configure, METH_VARARGS | METH_KEYWORDS,
      "_configure(num_threads=-1, jit_threshold=0, jit_max_versions=0, jit_verify=False, "
-     "jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None): execution options, before the "
-     "first call."},
+     "jit_tolerance=0.0, jit_generic=0, jit_cache_dir=None, trace=False): execution options, "
+     "before the first call."},
+    {"_trace_json", (PyCFunction)program_trace_json, METH_NOARGS,
+     "_trace_json() -> list of str: each context's trace (Chrome trace-event JSON)."},
     {"disassemble", (PyCFunction)program_disassemble, METH_VARARGS,
      "disassemble(forms=3) -> str: 1 extended form, 2 compact form, 3 both."},
     {"counters", (PyCFunction)program_counters, METH_NOARGS,

@@ -17,6 +17,7 @@ How calls return (one convention per kind of object):
 """
 
 import collections
+import json
 import os
 
 from . import _C
@@ -94,7 +95,8 @@ def _configure(program, settings):
         jit_verify=settings.get("jit_verify", False),
         jit_tolerance=settings.get("jit_tolerance", 0.0),
         jit_generic=0 if generic is None else (1 if generic else 2),
-        jit_cache_dir="" if cache_dir is False else cache_dir)
+        jit_cache_dir="" if cache_dir is False else cache_dir,
+        trace=bool(settings.get("trace", False)))
     program._options = Options(**settings)
     return program
 
@@ -205,6 +207,48 @@ class Kernel(_C.Program):
         if self.jit_mode:
             self.jit_drain()
         return self
+
+    def save_trace(self, path=None):
+        """Writes the trace recorded since the first call (Options(trace=...)) as Chrome
+        trace-event JSON (chrome://tracing, ui.perfetto.dev): {"traceEvents": [...]} with a
+        "ph": "X" event per call, interpreted instruction, JIT kernel run and compile, ts and
+        dur in microseconds, one track per calling thread and one for the background
+        compiler. Waits for the background compiles queued so far first. path: the file, by
+        default the one Options.trace names. Returns the path written."""
+        trace = self.options.trace
+        if not trace:
+            raise _C.FailedPreconditionError(
+                "the kernel records no trace: make it with options=stax.Options(trace=True) "
+                "(or trace='file.json')")
+        if path is None:
+            if trace is True:
+                raise TypeError("save_trace() needs a path: Options.trace is True, not a file")
+            path = trace
+        traces = [json.loads(text) for text in self._trace_json()]
+        merged = {"traceEvents": [], "displayTimeUnit": "ms",
+                  "otherData": {"producer": f"stax {_C.version()}", "contexts": len(traces),
+                                "events": 0, "max_events": 0, "dropped_events": 0}}
+        seen_threads = set()
+        notes = []
+        for one in traces:
+            for event in one["traceEvents"]:
+                if event["ph"] == "M":  # one name per thread, even when contexts share it
+                    if event["tid"] in seen_threads:
+                        continue
+                    seen_threads.add(event["tid"])
+                merged["traceEvents"].append(event)
+            other = one["otherData"]
+            for key in ("events", "dropped_events"):
+                merged["otherData"][key] += other[key]
+            merged["otherData"]["max_events"] = max(merged["otherData"]["max_events"],
+                                                    other["max_events"])
+            if "note" in other:
+                notes.append(other["note"])
+        if notes:
+            merged["otherData"]["note"] = notes[0]
+        with open(path, "w") as f:
+            json.dump(merged, f)
+        return os.fspath(path)
 
     def _compiled_kernels(self):
         return sum(s["compiles"] for s in self.jit_stats())

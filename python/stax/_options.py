@@ -116,6 +116,18 @@ def _check_profile_timing(value, label):
     return _bool_field(label, value)
 
 
+def _check_trace(value, label):
+    if value is True or value is False:
+        return value
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{label} must be True, False or a file (str or path) for "
+                        f"Kernel.save_trace(), not {value!r}")
+    path = os.fsdecode(os.fspath(value))
+    if not path:
+        raise ValueError(f"{label} is empty: give a file, or True")
+    return path
+
+
 # field -> (checker, what None means); in the order repr shows them.
 _FIELDS = {
     "num_threads": (_check_num_threads, "the process-wide pool (stax.set_num_threads)"),
@@ -129,6 +141,7 @@ _FIELDS = {
     "disable_passes": (_check_disable_passes, "every pass runs (or STAX_DISABLE_PASSES)"),
     "dispatch": (_check_dispatch, "'default'"),
     "profile_timing": (_check_profile_timing, "False"),
+    "trace": (_check_trace, "False"),
 }
 
 
@@ -157,6 +170,9 @@ class Options:
       (compile time: not for load_program).
     * dispatch: the interpreter's dispatch, 'default', 'switch' or 'goto'.
     * profile_timing: bool, time every bytecode instruction (Kernel.stats).
+    * trace: True, or a file: record a trace of every call (interpreted instructions, JIT
+      kernel runs, compiles) for Kernel.save_trace(), which writes it as Chrome trace-event
+      JSON (to this file when it is one). Default False.
     """
 
     __slots__ = tuple("_" + name for name in _FIELDS)

@@ -1,5 +1,8 @@
-/* Model loading, tensor files and error reporting shared by the stax verbs. */
+/* Model loading (recognised by content), tensor files, error reporting and "did you mean"
+ * suggestions shared by the stax verbs. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/cli.h"
@@ -29,12 +32,85 @@ static bool ends_with(const char* text, const char* suffix) {
   return n >= m && strcmp(text + n - m, suffix) == 0;
 }
 
+/* What a saved program starts with (src/vm/program.h, STAX_VM_FILE_MAGIC). */
+static const char stax_cli_program_magic[8] = {'S', 'T', 'A', 'X', 'P', 'R', 'O', 'G'};
+
+stax_status_t stax_cli_model_kind(const char* path, stax_cli_model_kind_t* out_kind) {
+  *out_kind = STAX_CLI_MODEL_ONNX;
+  FILE* f = fopen(path, "rb");
+  if (!f) return stax_status_make(STAX_IO_ERROR, "cannot open '%s': %s", path, strerror(errno));
+  char head[sizeof(stax_cli_program_magic)];
+  size_t n = fread(head, 1, sizeof(head), f);
+  fclose(f);
+  /* The magic decides for programs; every other file is offered to the ONNX parser, whatever
+   * its name (exporters write .onnx, .pb, .bin, or no extension at all). */
+  if (n == sizeof(head) && memcmp(head, stax_cli_program_magic, sizeof(head)) == 0)
+    *out_kind = STAX_CLI_MODEL_PROGRAM;
+  return STAX_OK;
+}
+
 stax_status_t stax_cli_model_open(const char* path, stax_cli_model_t* out_model) {
   memset(out_model, 0, sizeof(*out_model));
-  if (ends_with(path, ".onnx")) {
-    return stax_onnx_import_file(stax_allocator_system(), path, NULL, &out_model->graph);
+  stax_cli_model_kind_t kind;
+  STAX_RETURN_IF_ERROR(stax_cli_model_kind(path, &kind));
+  if (kind == STAX_CLI_MODEL_PROGRAM)
+    return stax_program_load(stax_allocator_system(), path, &out_model->program);
+  stax_status_t status =
+      stax_onnx_import_file(stax_allocator_system(), path, NULL, &out_model->graph);
+  /* A file named .onnx is meant as ONNX: the parser's message says what is wrong with it.
+   * Anything else that does not parse may be any file at all: say what was expected. */
+  if (stax_status_code(status) == STAX_PARSE_ERROR && !ends_with(path, ".onnx")) {
+    stax_status_t plain = stax_status_make(
+        STAX_PARSE_ERROR,
+        "'%s' is not a model: expected an ONNX model (a ModelProto; as one it fails: %s) or a "
+        "program saved by 'stax compile' (it starts with \"STAXPROG\")",
+        path, stax_status_message(status));
+    stax_status_free(status);
+    return plain;
   }
-  return stax_program_load(stax_allocator_system(), path, &out_model->program);
+  return status;
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent transpositions, so "rnu" is
+ * one edit from "run"), over short words. */
+static size_t edit_distance(const char* a, const char* b) {
+  enum { MAX = 64 };
+  size_t n = strlen(a), m = strlen(b);
+  if (n >= MAX || m >= MAX) return (size_t)-1;
+  size_t d[MAX + 1][MAX + 1];
+  for (size_t i = 0; i <= n; i++) d[i][0] = i;
+  for (size_t j = 0; j <= m; j++) d[0][j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    for (size_t j = 1; j <= m; j++) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      size_t best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (d[i - 1][j - 1] + cost < best) best = d[i - 1][j - 1] + cost;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  }
+  return d[n][m];
+}
+
+const char* stax_cli_suggest(const char* word, const char* const* candidates, int count) {
+  /* Close enough to be a typo, not a different word: one edit for short words, two for
+   * longer ones, and never more edits than half the word. */
+  size_t length = strlen(word);
+  size_t limit = length <= 4 ? 1 : 2;
+  if (limit > length / 2) limit = length / 2;
+  const char* best = NULL;
+  size_t best_distance = limit + 1;
+  for (int i = 0; i < count; i++) {
+    size_t distance = edit_distance(word, candidates[i]);
+    if (distance < best_distance) {
+      best = candidates[i];
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 /* Set by --disable-pass; applies to every compile the verb makes. */

@@ -117,13 +117,21 @@ int stax_cli_info(int argc, char** argv) {
   }
   if (!path) return stax_cli_usage_error("info", "no model given");
 
-  size_t length = strlen(path);
-  bool is_onnx = length >= 5 && strcmp(path + length - 5, ".onnx") == 0;
+  stax_cli_model_kind_t kind;
+  stax_status_t kind_status = stax_cli_model_kind(path, &kind);
+  if (kind_status) return stax_cli_fail("info", kind_status);
   int exit_code = STAX_CLI_OK;
-  if (is_onnx) {
+  if (kind == STAX_CLI_MODEL_ONNX) {
+    /* Unsupported ops are listed from the proto before importing (the import stops at
+     * them). A file that does not parse is left to stax_cli_model_open, which says what
+     * was expected. */
     stax_onnx_op_report_t* report = NULL;
     stax_status_t status = stax_onnx_check_ops_file(stax_allocator_system(), path, &report);
-    if (status) return stax_cli_fail("info", status);
+    if (stax_status_code(status) == STAX_PARSE_ERROR) {
+      stax_status_free(status);
+    } else if (status) {
+      return stax_cli_fail("info", status);
+    }
     int32_t unsupported = stax_onnx_op_report_count(report);
     if (unsupported > 0) {
       printf("unsupported ops:\n");

@@ -18,27 +18,6 @@ static void print_source_help(FILE* f) {
           "(STAX_LOG=jit tells why).\n");
 }
 
-/* "NAME=2x3x4" -> name length, rank, dims. */
-static bool parse_shape(const char* spec, size_t* out_name_length, int32_t* out_rank,
-                        int64_t* dims) {
-  const char* eq = strchr(spec, '=');
-  if (!eq || eq == spec) return false;
-  *out_name_length = (size_t)(eq - spec);
-  int32_t rank = 0;
-  const char* p = eq + 1;
-  while (*p) {
-    char* end = NULL;
-    long long value = strtoll(p, &end, 10);
-    if (end == p || value < 0 || rank == STAX_MAX_RANK) return false;
-    dims[rank++] = value;
-    if (*end == 'x') end++;
-    else if (*end) return false;
-    p = end;
-  }
-  *out_rank = rank;
-  return true;
-}
-
 int stax_cli_source(int argc, char** argv) {
   const char* path = NULL;
   const char* shapes[STAX_CLI_SOURCE_MAX_SHAPES];
@@ -81,28 +60,21 @@ int stax_cli_source(int argc, char** argv) {
     goto cleanup;
   }
   for (int s = 0; s < shape_count; s++) {
-    size_t name_length = 0;
-    int32_t rank = 0;
-    int64_t dims[STAX_MAX_RANK];
-    if (!parse_shape(shapes[s], &name_length, &rank, dims)) {
-      status = stax_status_make(STAX_INVALID_ARGUMENT,
-                                "--shape '%s': expected NAME=DIMxDIM... (non-negative dims)",
-                                shapes[s]);
+    stax_cli_shape_spec_t spec;
+    char why[256];
+    if (!stax_cli_parse_shape_spec(shapes[s], false, &spec, why, sizeof(why))) {
+      status = stax_status_make(STAX_INVALID_ARGUMENT, "--shape '%s': %s", shapes[s], why);
       goto cleanup;
     }
-    int32_t index = -1;
-    for (int32_t i = 0; i < input_count; i++) {
-      const char* name = stax_program_input_name(model.program, i);
-      if (strlen(name) == name_length && strncmp(name, shapes[s], name_length) == 0) index = i;
-    }
+    int32_t index = stax_cli_find_input(model.program, spec.name, spec.name_length);
     if (index < 0 || inputs[index]) {
       status = stax_status_make(STAX_INVALID_ARGUMENT, "--shape '%s': %s", shapes[s],
                                 index < 0 ? "the model has no such input" : "given twice");
       goto cleanup;
     }
     status = stax_tensor_create_zeros(stax_allocator_system(),
-                                      stax_program_input_dtype(model.program, index), rank, dims,
-                                      &inputs[index]);
+                                      stax_program_input_dtype(model.program, index), spec.rank,
+                                      spec.lo, &inputs[index]);
     if (status) goto cleanup;
   }
   for (int32_t i = 0; i < input_count; i++) {

@@ -11,7 +11,7 @@ typedef struct stax_cli_verb_t {
 } stax_cli_verb_t;
 
 static const stax_cli_verb_t stax_cli_verbs[] = {
-    {"run", stax_cli_run, "run a model (.onnx or compiled program) on .npy/.pb inputs"},
+    {"run", stax_cli_run, "run a model (ONNX or compiled program) on .npy/.pb or synthetic inputs"},
     {"compile", stax_cli_compile, "compile an ONNX model to a bytecode program file"},
     {"info", stax_cli_info, "print inputs, outputs, symbolic shapes and the op histogram"},
     {"dis", stax_cli_dis, "disassemble the bytecode (extended and compact forms)"},
@@ -45,7 +45,9 @@ static void print_usage(FILE* f) {
           "use (default: the CPU's best); STAX_DISABLE_PASSES=cse,fuse,... (or all)\n"
           "switches graph passes off (fold, noop, simplify, fuse, cse, dce);\n"
           "STAX_MEMORY_PLAN=0 switches memory planning off (every temporary from the\n"
-          "buffer pool instead of the per-call arena).\n",
+          "buffer pool instead of the per-call arena); STAX_PROGRESS=1 prints progress\n"
+          "lines (long sync compiles, waiting for background ones) even when stderr is not\n"
+          "a terminal, STAX_PROGRESS=0 never.\n",
           "version", "print the stax version (--verbose: ISA, JIT, cache)", "help",
           "print this text");
 }
@@ -86,6 +88,17 @@ int main(int argc, char** argv) {
   }
   for (size_t i = 0; i < sizeof(stax_cli_verbs) / sizeof(stax_cli_verbs[0]); i++)
     if (strcmp(verb, stax_cli_verbs[i].name) == 0) return stax_cli_verbs[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "stax: unknown command '%s' (see 'stax --help')\n", verb);
+  const char* names[sizeof(stax_cli_verbs) / sizeof(stax_cli_verbs[0]) + 2];
+  int name_count = 0;
+  for (size_t i = 0; i < sizeof(stax_cli_verbs) / sizeof(stax_cli_verbs[0]); i++)
+    names[name_count++] = stax_cli_verbs[i].name;
+  names[name_count++] = "version";
+  names[name_count++] = "help";
+  const char* suggestion = stax_cli_suggest(verb, names, name_count);
+  if (suggestion)
+    fprintf(stderr, "stax: unknown command '%s'; did you mean '%s'? (see 'stax --help')\n", verb,
+            suggestion);
+  else
+    fprintf(stderr, "stax: unknown command '%s' (see 'stax --help')\n", verb);
   return STAX_CLI_USAGE;
 }

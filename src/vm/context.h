@@ -10,6 +10,7 @@
 #include "vm/functions.h"
 #include "vm/memory_plan.h"
 #include "vm/program.h"
+#include "vm/trace.h"
 
 typedef struct stax_vm_shape_stack_entry_t {
   int32_t symbol;
@@ -59,6 +60,14 @@ struct stax_context_s {
   uint64_t* segment_counts;
   int32_t timing_instruction; /* the instruction being timed, -1 for none */
   uint64_t timing_start;
+  /* This run times instructions: profile_timing, or a trace recording (the dispatch loop
+   * takes one branch on it per instruction either way). */
+  bool timing;
+  /* The trace (trace.h) when one was started, and whether this run records into it. */
+  struct stax_vm_trace_s* trace;
+  bool tracing;
+  int32_t trace_tid;
+  uint64_t calls; /* stax_context_run calls so far (the trace's call numbers) */
   /* JIT tier scratch (signature words, kernel arguments); NULL when the JIT is off. */
   struct stax_vm_jit_frame_s* jit;
 
@@ -93,6 +102,10 @@ STAX_MUST_USE stax_status_t stax_vm_instruction_error(const stax_context_t* ctx,
 /* Records time spent in the previous instruction (profile_timing). */
 void stax_vm_profile_tick(stax_context_t* ctx, int32_t instruction);
 void stax_vm_profile_stop(stax_context_t* ctx);
+/* Records an interpreted instruction's event in ctx->trace (segment >= 0: run by the JIT's
+ * segment call, for a group without a kernel). */
+void stax_vm_trace_instruction(stax_context_t* ctx, int32_t instruction, uint64_t start,
+                               uint64_t end, int32_t segment);
 
 /* Evaluates a descriptor's dims under the current symbol values. */
 STAX_MUST_USE stax_status_t stax_vm_descriptor_dims(const stax_context_t* ctx, int32_t descriptor,

@@ -34,16 +34,40 @@ stax_status_t stax_vm_instruction_error(const stax_context_t* ctx, const int32_t
                               stax_vm_opcode_name(record->opcode));
 }
 
-static uint64_t stax_vm_now_nanos(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+/* An interpreted instruction's trace event. segment >= 0: interpreted inside a compiled
+ * segment's call. */
+void stax_vm_trace_instruction(stax_context_t* ctx, int32_t instruction, uint64_t start,
+                               uint64_t end, int32_t segment) {
+  const stax_program_t* program = ctx->program;
+  const stax_vm_instruction_t* record = &program->instructions[instruction];
+  stax_vm_trace_event_t event = {.start_ns = start,
+                                 .duration_ns = end - start,
+                                 .tid = ctx->trace_tid,
+                                 .kind = STAX_VM_TRACE_INSTRUCTION,
+                                 .index = instruction,
+                                 .segment = segment,
+                                 .group = -1,
+                                 .opcode = stax_vm_opcode_name(record->opcode)};
+  event.name = event.opcode;
+  if (record->node >= 0) {
+    /* A compute instruction is its op ("MatMul"); the others a node gave (its outputs'
+     * ALLOC, the views it became) keep their opcode and name the node. */
+    const stax_vm_node_t* node = &program->nodes[record->node];
+    stax_vm_family_t family = stax_vm_opcode_family(record->opcode);
+    if (family == STAX_VM_FAMILY_COMPUTE || family == STAX_VM_FAMILY_COMPUTE_STATIC)
+      event.name = stax_op_name((stax_op_t)node->op);
+    event.node = stax_vm_program_string(program, node->name);
+  }
+  stax_vm_trace_add(ctx->trace, &event);
 }
 
 void stax_vm_profile_tick(stax_context_t* ctx, int32_t instruction) {
-  uint64_t now = stax_vm_now_nanos();
-  if (ctx->timing_instruction >= 0)
-    ctx->instruction_nanos[ctx->timing_instruction] += now - ctx->timing_start;
+  uint64_t now = stax_vm_trace_now();
+  if (ctx->timing_instruction >= 0) {
+    if (ctx->options.profile_timing)
+      ctx->instruction_nanos[ctx->timing_instruction] += now - ctx->timing_start;
+    if (ctx->tracing) stax_vm_trace_instruction(ctx, ctx->timing_instruction, ctx->timing_start, now, -1);
+  }
   ctx->timing_instruction = instruction;
   ctx->timing_start = now;
 }

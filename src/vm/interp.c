@@ -2,6 +2,7 @@
  * input guards, the dispatch loop, handing outputs to the caller, releasing the frame), the
  * profiling accessors, and the two instantiations of the dispatch loop (interp_loop.inc):
  * computed goto where the compiler supports labels-as-values, and a switch. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,7 @@ void stax_context_destroy(stax_context_t* ctx) {
   STAX_VM_CONTEXT_ARRAYS(STAX_VM_FREE_ARRAY)
 #undef STAX_VM_FREE_ARRAY
   stax_vm_jit_frame_destroy(ctx);
+  stax_vm_trace_release(ctx->trace);
   stax_program_t* owned = ctx->program;
   stax_allocator_free(ctx->allocator, ctx, sizeof(*ctx));
   stax_program_release(owned);
@@ -149,6 +151,8 @@ stax_status_t stax_context_create(stax_allocator_t allocator, stax_program_t* pr
     STAX_GOTO_IF_ERROR(status, stax_vm_jit_frame_create(ctx), fail);
   if (!ctx->options.disable_memory_plan && !stax_vm_memory_plan_env_off())
     STAX_GOTO_IF_ERROR(status, stax_vm_memory_frame_create(ctx, &ctx->memory), fail);
+  if (ctx->options.trace)
+    STAX_GOTO_IF_ERROR(status, stax_context_trace_start(ctx, ctx->options.trace_max_events), fail);
   *out_context = ctx;
   return STAX_OK;
 fail:
@@ -226,6 +230,15 @@ stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
   ctx->inputs = inputs;
   memset(&ctx->memory_counters, 0, sizeof(ctx->memory_counters));
   ctx->plan_bypass = 0;
+  /* Whether this call records is decided once: the dispatch loop reads ctx->timing once. */
+  ctx->tracing = ctx->trace && stax_vm_trace_recording(ctx->trace);
+  ctx->timing = ctx->options.profile_timing || ctx->tracing;
+  uint64_t call_start = 0;
+  if (ctx->tracing) {
+    ctx->trace_tid = stax_vm_trace_thread_id();
+    stax_vm_trace_name_thread(ctx->trace, ctx->trace_tid, "stax calls");
+    call_start = stax_vm_trace_now();
+  }
   stax_vm_jit_run_begin(ctx);
   stax_status_t status = stax_vm_run_guards(ctx);
   /* The layout needs the symbols the guards bind. */
@@ -268,6 +281,18 @@ stax_status_t stax_context_run(stax_context_t* ctx, int32_t input_count,
   ctx->memory_calls++;
   ctx->inputs = NULL;
   if (status == STAX_OK) stax_vm_jit_run_end(ctx);
+  if (ctx->tracing) {
+    stax_vm_trace_event_t event = {.start_ns = call_start,
+                                   .duration_ns = stax_vm_trace_now() - call_start,
+                                   .tid = ctx->trace_tid,
+                                   .kind = STAX_VM_TRACE_CALL,
+                                   .index = (int32_t)ctx->calls,
+                                   .segment = -1,
+                                   .group = -1};
+    stax_vm_trace_add(ctx->trace, &event);
+  }
+  ctx->tracing = false;
+  ctx->calls++;
   atomic_store(&ctx->running, false);
   return status;
 }
@@ -330,4 +355,57 @@ stax_status_t stax_context_memory_stats_json(const stax_context_t* ctx, FILE* ou
           (unsigned long long)s.output_allocations, (unsigned long long)s.arena_grows,
           (unsigned long long)s.fallbacks, (unsigned long long)s.inplace);
   return STAX_OK;
+}
+
+/* ---- tracing ------------------------------------------------------------------------------ */
+
+stax_status_t stax_context_trace_start(stax_context_t* ctx, int64_t max_events) {
+  if (!ctx) return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_trace_start: no context");
+  if (max_events < 0)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "trace: max_events is %lld, below 0",
+                            (long long)max_events);
+  /* A new trace each start: background compiles of the old one may still hold it. */
+  stax_vm_trace_t* trace = NULL;
+  STAX_RETURN_IF_ERROR(stax_vm_trace_create(ctx->allocator, max_events, &trace));
+  stax_vm_trace_release(ctx->trace);
+  ctx->trace = trace;
+  return STAX_OK;
+}
+
+void stax_context_trace_stop(stax_context_t* ctx) {
+  if (ctx && ctx->trace) stax_vm_trace_set_recording(ctx->trace, false, false);
+}
+
+stax_status_t stax_context_trace_stats(const stax_context_t* ctx, stax_trace_stats_t* out_stats) {
+  if (!out_stats)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_trace_stats: out_stats is NULL");
+  memset(out_stats, 0, sizeof(*out_stats));
+  if (!ctx) return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_trace_stats: no context");
+  if (!ctx->trace) return STAX_OK;
+  out_stats->recording = stax_vm_trace_recording(ctx->trace);
+  stax_vm_trace_counts(ctx->trace, &out_stats->events, &out_stats->dropped,
+                       &out_stats->max_events);
+  return STAX_OK;
+}
+
+stax_status_t stax_context_trace_write(const stax_context_t* ctx, FILE* out) {
+  if (!ctx || !out)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_trace_write: no context or file");
+  if (!ctx->trace)
+    return stax_status_make(STAX_FAILED_PRECONDITION,
+                            "the context has no trace (stax_context_trace_start, or the trace "
+                            "option)");
+  return stax_vm_trace_write_json(ctx->trace, out);
+}
+
+stax_status_t stax_context_trace_save(const stax_context_t* ctx, const char* path) {
+  if (!path) return stax_status_make(STAX_INVALID_ARGUMENT, "stax_context_trace_save: no path");
+  if (ctx && !ctx->trace) return stax_context_trace_write(ctx, stdout); /* its error */
+  FILE* f = fopen(path, "w");
+  if (!f) return stax_status_make(STAX_IO_ERROR, "cannot write the trace to %s: %s", path,
+                                  strerror(errno));
+  stax_status_t status = stax_context_trace_write(ctx, f);
+  if (fclose(f) != 0 && !status)
+    status = stax_status_make(STAX_IO_ERROR, "cannot write the trace to %s", path);
+  return status;
 }

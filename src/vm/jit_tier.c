@@ -311,6 +311,7 @@ static void jit_desc_free(jit_desc* descs, int32_t count) {
 }
 
 static void jit_job_free(jit_job* job) {
+  stax_vm_trace_release(job->trace);
   jit_desc_free(job->descs, job->group_count);
   free(job->sig);
   free(job);
@@ -734,6 +735,42 @@ static const char* jit_cache_dir_copy(const jit_cache* cache,
   return buffer;
 }
 
+/* Whether group g of a version gets a compile (not dead shape arithmetic, not left to
+ * another version): what progress and the trace count as the version's kernels. */
+static bool jit_group_compiles(const jit_desc* descs, int32_t count, int32_t g) {
+  return !(descs[g].group.output_count < 1 && count > 1) && !descs[g].skip;
+}
+
+static int32_t jit_version_kernels(const jit_desc* descs, int32_t count) {
+  int32_t n = 0;
+  for (int32_t g = 0; g < count; g++) n += jit_group_compiles(descs, count, g);
+  return n;
+}
+
+/* A compile's trace event (trace.h): kernel g of segment s's version, or (g < 0) the whole
+ * version, on the compiling thread's track. */
+static void jit_trace_compile(stax_vm_trace_t* trace, int32_t s, int32_t g, const jit_desc* descs,
+                              int32_t count, bool generic, uint64_t start, const char* outcome) {
+  if (!trace) return;
+  stax_vm_trace_event_t event = {.start_ns = start,
+                                 .duration_ns = stax_vm_trace_now() - start,
+                                 .tid = stax_vm_trace_thread_id(),
+                                 .kind = g >= 0 ? STAX_VM_TRACE_COMPILE : STAX_VM_TRACE_VERSION,
+                                 .segment = s,
+                                 .group = g >= 0 ? g : jit_version_kernels(descs, count),
+                                 .version = generic ? "generic" : "exact",
+                                 .outcome = outcome};
+  if (g >= 0) snprintf(event.label, sizeof(event.label), "%s", descs[g].name);
+  stax_vm_trace_add(trace, &event);
+}
+
+static const char* jit_compile_outcome(stax_status_t status, const stax_jit_kernel_t* kernel,
+                                       bool cache_only) {
+  if (status) return "failed";
+  if (!kernel) return "interpreted";
+  return cache_only ? "cache" : "compiled";
+}
+
 /* Compiles group g of a version into *out_kernel: NULL (and OK) when the group is left to
  * the interpreter: dead shape arithmetic, or not fusible while other groups may be. Runs
  * without the cache lock (compiles are slow; the backend serializes its own LLVM use). */
@@ -785,20 +822,40 @@ static void jit_note_refused(jit_plan* plan, const jit_desc* descs, int32_t coun
     }
 }
 
-/* Compiles every group of a version (sync mode); on any failure nothing is kept. */
-/* cache_only: load every kernel from the object cache or fail (FAILED_PRECONDITION) having
- * compiled nothing. */
-static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep_texts,
+/* Compiles every group of a version (sync mode); on any failure nothing is kept.
+ * cache_only: load every kernel from the object cache or fail (FAILED_PRECONDITION) having
+ * compiled nothing. ctx (the calling context) gets progress reports and trace events. */
+static stax_status_t jit_compile(stax_context_t* ctx, int32_t s, bool generic,
+                                 const jit_desc* descs, int32_t count, bool keep_texts,
                                  bool cache_only, const char* cache_dir,
                                  stax_jit_kernel_t** kernels, double* out_ms) {
   double start = jit_now_ms();
+  stax_vm_trace_t* trace = ctx->tracing ? ctx->trace : NULL;
+  uint64_t trace_start = trace ? stax_vm_trace_now() : 0;
+  /* A load from the object cache is one event, after it succeeded (a miss compiles later). */
+  stax_vm_trace_t* group_trace = cache_only ? NULL : trace;
+  /* Loads from the object cache take tenths of a millisecond: nothing to report. */
+  stax_progress_fn progress = cache_only ? NULL : ctx->options.progress;
+  stax_progress_t report = {.kind = STAX_PROGRESS_COMPILE_BEGIN,
+                            .segment = s,
+                            .kernels = jit_version_kernels(descs, count),
+                            .generic = generic};
+  if (progress) progress(ctx->options.progress_data, &report);
   stax_jit_backend_t* backend = NULL;
   stax_status_t status = stax_jit_backend_get(&backend);
   int32_t compiled = 0;
   for (int32_t g = 0; g < count && !status; g++) {
+    uint64_t group_start = group_trace ? stax_vm_trace_now() : 0;
     status = jit_compile_group(backend, descs, count, g, keep_texts, cache_only, cache_dir,
                                &kernels[g]);
     if (!status && kernels[g]) compiled++;
+    if (!jit_group_compiles(descs, count, g)) continue;
+    jit_trace_compile(group_trace, s, g, descs, count, generic, group_start,
+                      jit_compile_outcome(status, kernels[g], cache_only));
+    report.kind = STAX_PROGRESS_COMPILE_KERNEL;
+    report.done++;
+    report.elapsed_ms = jit_now_ms() - start;
+    if (progress) progress(ctx->options.progress_data, &report);
   }
   if (!status && compiled == 0)
     status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
@@ -808,6 +865,12 @@ static stax_status_t jit_compile(const jit_desc* descs, int32_t count, bool keep
     memset(kernels, 0, (size_t)count * sizeof(*kernels));
   }
   *out_ms = jit_now_ms() - start;
+  if (!cache_only || !status)
+    jit_trace_compile(trace, s, -1, descs, count, generic, trace_start,
+                      cache_only ? "cache" : status ? "failed" : "compiled");
+  report.kind = STAX_PROGRESS_COMPILE_END;
+  report.elapsed_ms = *out_ms;
+  if (progress) progress(ctx->options.progress_data, &report);
   return status;
 }
 
@@ -953,6 +1016,9 @@ static void* jit_thread_main(void* arg) {
     pthread_mutex_unlock(&cache->lock);
     jit_set_priority(&priority, job->generic);
     double start = jit_now_ms();
+    uint64_t trace_start = job->trace ? stax_vm_trace_now() : 0;
+    if (job->trace)
+      stax_vm_trace_name_thread(job->trace, stax_vm_trace_thread_id(), "stax jit compiler");
     stax_jit_backend_t* backend = NULL;
     stax_status_t status = stax_jit_backend_get(&backend);
     int32_t compiled = 0;
@@ -963,8 +1029,12 @@ static void* jit_thread_main(void* arg) {
     for (int32_t i = 0; i < job->group_count && !status && alive; i++) {
       int32_t g = order[i];
       stax_jit_kernel_t* kernel = NULL;
+      uint64_t group_start = job->trace ? stax_vm_trace_now() : 0;
       status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, false,
                                  cache_dir, &kernel);
+      if (jit_group_compiles(job->descs, job->group_count, g))
+        jit_trace_compile(job->trace, job->segment, g, job->descs, job->group_count,
+                          job->generic, group_start, jit_compile_outcome(status, kernel, false));
       if (status && compiled > 0) {
         /* Later groups failing keeps what landed: this one is interpreted. */
         STAX_LOG(JIT, "group %s interpreted: %s", job->descs[g].name, stax_status_message(status));
@@ -981,6 +1051,8 @@ static void* jit_thread_main(void* arg) {
     if (!status && alive && compiled == 0)
       status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
     double ms = jit_now_ms() - start;
+    jit_trace_compile(job->trace, job->segment, -1, job->descs, job->group_count, job->generic,
+                      trace_start, status ? "failed" : "compiled");
     pthread_mutex_lock(&cache->lock);
     jit_segment* seg = &cache->segments[job->segment];
     if (status) {
@@ -1007,6 +1079,16 @@ static void* jit_thread_main(void* arg) {
   }
   pthread_mutex_unlock(&cache->lock);
   return NULL;
+}
+
+int32_t stax_program_jit_pending(const stax_program_t* program) {
+  jit_cache* cache = program ? atomic_load(&((stax_program_t*)program)->jit_cache) : NULL;
+  if (!cache) return 0;
+  pthread_mutex_lock(&cache->lock);
+  int32_t pending = cache->busy;
+  for (const jit_job* job = cache->head; job; job = job->next) pending++;
+  pthread_mutex_unlock(&cache->lock);
+  return pending;
 }
 
 void stax_program_jit_drain(const stax_program_t* program) {
@@ -1098,8 +1180,8 @@ void stax_vm_jit_frame_destroy(stax_context_t* ctx) {
  * ready now, so a new process whose shapes (or shape classes) an earlier one compiled runs
  * compiled from its first call. true when it took over (descs freed). Under the lock,
  * released meanwhile. */
-static bool jit_request_from_cache(jit_cache* cache, int32_t s, jit_version* ver,
-                                   jit_desc* descs) {
+static bool jit_request_from_cache(stax_context_t* ctx, jit_cache* cache, int32_t s,
+                                   jit_version* ver, jit_desc* descs) {
   int32_t group_count = cache->segments[s].plan.group_count, sig_count = ver->sig_count;
   uint64_t hash = ver->hash;
   int64_t* sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
@@ -1114,7 +1196,8 @@ static bool jit_request_from_cache(jit_cache* cache, int32_t s, jit_version* ver
   char dir_buffer[STAX_VM_JIT_CACHE_DIR_MAX];
   const char* cache_dir = jit_cache_dir_copy(cache, dir_buffer);
   pthread_mutex_unlock(&cache->lock);
-  stax_status_t status = jit_compile(descs, group_count, false, true, cache_dir, kernels, &ms);
+  stax_status_t status =
+      jit_compile(ctx, s, ver->generic, descs, group_count, false, true, cache_dir, kernels, &ms);
   pthread_mutex_lock(&cache->lock);
   bool loaded = status == STAX_OK;
   if (loaded) {
@@ -1162,7 +1245,8 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
     /* Unlocked while compiling: other contexts keep interpreting; ver may move. */
     pthread_mutex_unlock(&cache->lock);
     status = sig && kernels
-                 ? jit_compile(descs, group_count, keep_texts, false, cache_dir, kernels, &ms)
+                 ? jit_compile(ctx, s, generic, descs, group_count, keep_texts, false, cache_dir,
+                               kernels, &ms)
                  : stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile");
     pthread_mutex_lock(&cache->lock);
     if (sig) {
@@ -1189,7 +1273,7 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
   }
   memcpy(job->sig, ver->sig, (size_t)sig_count * sizeof(int64_t));
   if (!cache->keep_texts) {
-    if (jit_request_from_cache(cache, s, ver, descs)) {
+    if (jit_request_from_cache(ctx, cache, s, ver, descs)) {
       free(job->sig);
       free(job);
       return;
@@ -1209,6 +1293,10 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
   job->sig_count = sig_count;
   job->group_count = plan->group_count;
   job->descs = descs;
+  if (ctx->tracing) {
+    job->trace = ctx->trace;
+    stax_vm_trace_retain(job->trace);
+  }
   if (cache->tail) cache->tail->next = job;
   else cache->head = job;
   cache->tail = job;
@@ -1246,6 +1334,17 @@ stax_status_t stax_vm_jit_exec_one(stax_context_t* ctx, const int32_t* ins) {
   return status ? stax_vm_instruction_error(ctx, ins, status) : STAX_OK;
 }
 
+/* stax_vm_jit_exec_one, and its trace event when the call records one: the instructions of
+ * groups without a kernel, interpreted inside a compiled segment. */
+static stax_status_t jit_exec_traced(stax_context_t* ctx, const int32_t* ins) {
+  if (!ctx->tracing) return stax_vm_jit_exec_one(ctx, ins);
+  uint64_t start = stax_vm_trace_now();
+  stax_status_t status = stax_vm_jit_exec_one(ctx, ins);
+  stax_vm_trace_instruction(ctx, STAX_VM_CODE_INDEX(ins), start, stax_vm_trace_now(),
+                            ctx->jit->pending_segment);
+  return status;
+}
+
 /* Runs the version's kernels in place of the segment. false (with nothing to undo: the
  * interpreter re-runs the whole segment) when a kernel refuses its arguments. */
 stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
@@ -1267,7 +1366,7 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
         STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->post_words[post]));
     if (!kernels[g]) { /* the backend refused this group: interpret its nodes */
       for (int32_t n = 0; n < gp->node_count; n++)
-        STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + gp->node_words[n]));
+        STAX_RETURN_IF_ERROR(jit_exec_traced(ctx, code + gp->node_words[n]));
       continue;
     }
     int32_t n = gp->input_count + gp->output_count;
@@ -1280,9 +1379,22 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
     for (int32_t i = 0; i < n; i++)
       if (!frame->args[i]) return STAX_OK;
     double start = frame->trial_side >= 0 ? jit_now_ms() : 0;
+    uint64_t trace_start = ctx->tracing ? stax_vm_trace_now() : 0;
     stax_status_t status = stax_jit_kernel_run(kernels[g], gp->input_count, frame->args,
                                                gp->output_count, frame->args + gp->input_count,
                                                ctx->pool);
+    if (ctx->tracing && status == STAX_OK) {
+      stax_vm_trace_event_t event = {
+          .start_ns = trace_start,
+          .duration_ns = stax_vm_trace_now() - trace_start,
+          .tid = ctx->trace_tid,
+          .kind = STAX_VM_TRACE_KERNEL,
+          .segment = frame->pending_segment,
+          .group = g,
+          .version = stax_jit_kernel_shape_generic(kernels[g]) ? "generic" : "exact"};
+      snprintf(event.label, sizeof(event.label), "%s", stax_jit_kernel_name(kernels[g]));
+      stax_vm_trace_add(ctx->trace, &event);
+    }
     if (frame->trial_side >= 0 && status == STAX_OK)
       frame->group_ns[g] = (jit_now_ms() - start) * 1e6;
     if (status && stax_jit_kernel_shape_generic(kernels[g])) {
@@ -1296,7 +1408,7 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
         if (plan->alloc_group[a] == g)
           STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->alloc_words[a]));
       for (int32_t k = 0; k < gp->node_count; k++)
-        STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + gp->node_words[k]));
+        STAX_RETURN_IF_ERROR(jit_exec_traced(ctx, code + gp->node_words[k]));
       continue;
     }
     if (status == STAX_OK) frame->last_kernels_ran++;

@@ -136,6 +136,9 @@ typedef struct jit_job {
   int64_t* sig;
   int32_t group_count;
   jit_desc* descs;
+  /* The requesting context's trace while it was recording (retained), or NULL: the
+   * compiler thread adds its compile events there. */
+  struct stax_vm_trace_s* trace;
 } jit_job;
 
 enum { STAX_VM_JIT_CACHE_DIR_MAX = 1024 };

@@ -75,7 +75,7 @@ def test_fields_repr_copy_and_equality():
     assert options == stax.Options(disable_passes=["fuse", "cse"], jit="on", num_threads=2)
     assert list(stax.Options.fields()) == [
         "num_threads", "jit", "jit_threshold", "jit_max_versions", "jit_cache_dir", "jit_verify",
-        "jit_tolerance", "jit_generic", "disable_passes", "dispatch", "profile_timing"]
+        "jit_tolerance", "jit_generic", "disable_passes", "dispatch", "profile_timing", "trace"]
 
 
 def test_keyword_and_field_disagreeing_name_both():
