@@ -24,6 +24,14 @@ typedef struct cuda_cg_t {
   int32_t temp_count;
   int32_t depth; /* indentation */
   bool helper_used[4]; /* helpers[] */
+  bool block_rows;     /* options: block-per-row stages where they apply */
+  /* Block-per-row stages: per local, whether the row loop being emitted reduces it into a
+   * per-thread partial (named p<local> instead of l<local>), and planning scratch. */
+  bool* partial;
+  bool* row_local;     /* declared directly in the row body */
+  bool* reduced;       /* reduced by some distributed loop of the stage (shared array) */
+  uint32_t* walk_stamp; /* per expression: visited by the current walk */
+  uint32_t walk;
 } cuda_cg_t;
 
 static void refuse(cuda_cg_t* cg, const char* fmt, const char* detail) {
@@ -428,9 +436,10 @@ static void emit_statement(cuda_cg_t* cg, const stax_kir_stmt_t* s) {
         stax_jit_text_appendf(&cg->text, "l%d = t%d;\n", (int)s->local, (int)value);
       } else {
         char current[16], operand[16];
-        snprintf(current, sizeof(current), "l%d", (int)s->local);
+        char prefix = cg->partial && cg->partial[s->local] ? 'p' : 'l';
+        snprintf(current, sizeof(current), "%c%d", prefix, (int)s->local);
         snprintf(operand, sizeof(operand), "t%d", (int)value);
-        stax_jit_text_appendf(&cg->text, "l%d = ", (int)s->local);
+        stax_jit_text_appendf(&cg->text, "%s = ", current);
         append_binary(cg, s->reduce_op, local->dtype, current, operand);
         stax_jit_text_append(&cg->text, ";\n");
       }
@@ -493,6 +502,202 @@ static void entry_name(const char* kernel_name, int32_t stage, char* out, size_t
   snprintf(out + at, size - at, "_s%d", (int)stage);
 }
 
+/* ---- block-per-row stages ----------------------------------------------------------------
+ * A row kernel's stage (lower_rows.c: per row, reductions over the row into locals, then loops
+ * storing the row) runs one block per work item (row) when every statement of the row body is
+ *   - a DECLARE / ASSIGN / REDUCE of a local, or a STORE, at row level: every thread computes
+ *     the same values redundantly; thread 0 alone stores, then the block synchronizes;
+ *   - a loop without nested loops whose statements only DECLARE its own locals, STORE, and
+ *     REDUCE (add, mul, max, min) float row-level locals it never reads, storing only when it
+ *     is a vector loop (its lanes are independent by the IR's rules): its iterations are spread
+ *     over the block's threads (i = threadIdx.x; i += blockDim.x); each reduced local gets a
+ *     per-thread partial starting at the operator's identity, combined by __shfl_xor_sync
+ *     within each warp and through shared memory across warps, then folded into the local in
+ *     every thread; a storing loop ends with __syncthreads so later loops see its stores.
+ * and at least one loop reduces. Otherwise the stage keeps one thread per row. */
+
+static bool walk_reads_partial(cuda_cg_t* cg, const stax_kir_expr_t* e) {
+  if (cg->walk_stamp[e->id] == cg->walk) return false;
+  cg->walk_stamp[e->id] = cg->walk;
+  if (e->kind == STAX_KIR_LOCAL && cg->partial[e->local]) return true;
+  for (int32_t i = 0; i < e->operand_count; i++)
+    if (walk_reads_partial(cg, e->operands[i])) return true;
+  return false;
+}
+
+/* Whether `loop` can be spread over a block; marks the locals it reduces in cg->partial (the
+ * caller clears them). *out_reduces / *out_stores: what it does. */
+static bool distributable(cuda_cg_t* cg, const stax_kir_loop_t* loop, bool* out_reduces,
+                          bool* out_stores) {
+  *out_reduces = *out_stores = false;
+  for (const stax_kir_stmt_t* s = loop->body.first; s; s = s->next) {
+    switch (s->kind) {
+      case STAX_KIR_STMT_LOOP: return false;
+      case STAX_KIR_STMT_STORE: *out_stores = true; break;
+      case STAX_KIR_STMT_DECLARE:
+        if (cg->row_local[s->local]) return false;
+        break;
+      case STAX_KIR_STMT_ASSIGN:
+        if (cg->row_local[s->local]) return false;
+        break;
+      case STAX_KIR_STMT_REDUCE: {
+        stax_dtype_t dtype = cg->kir->locals[s->local]->dtype;
+        if (!cg->row_local[s->local] || !is_float(dtype)) return false;
+        if (s->reduce_op != STAX_KIR_ADD && s->reduce_op != STAX_KIR_MUL &&
+            s->reduce_op != STAX_KIR_MAX && s->reduce_op != STAX_KIR_MIN)
+          return false;
+        cg->partial[s->local] = true;
+        *out_reduces = true;
+        break;
+      }
+    }
+  }
+  if (*out_stores && loop->vector_width <= 1) return false;
+  cg->walk++;
+  for (const stax_kir_stmt_t* s = loop->body.first; s; s = s->next)
+    if (s->value && walk_reads_partial(cg, s->value)) return false;
+  return true;
+}
+
+static void clear_partials(cuda_cg_t* cg) {
+  memset(cg->partial, 0, sizeof(bool) * (size_t)(cg->kir->local_count + 1));
+}
+
+/* True when the row body fits (see above); marks cg->reduced. */
+static bool plan_block_rows(cuda_cg_t* cg, const stax_kir_block_t* row) {
+  size_t locals = (size_t)cg->kir->local_count + 1;
+  memset(cg->row_local, 0, sizeof(bool) * locals);
+  memset(cg->reduced, 0, sizeof(bool) * locals);
+  bool any_reduction = false;
+  for (const stax_kir_stmt_t* s = row->first; s; s = s->next) {
+    if (s->kind == STAX_KIR_STMT_DECLARE) cg->row_local[s->local] = true;
+    if (s->kind != STAX_KIR_STMT_LOOP) continue;
+    const stax_kir_loop_t* loop = cg->kir->loops[s->loop];
+    bool reduces, stores;
+    bool ok = loop->extent_param < 0 && distributable(cg, loop, &reduces, &stores);
+    for (int32_t l = 0; l < cg->kir->local_count; l++)
+      if (cg->partial[l]) cg->reduced[l] = true;
+    clear_partials(cg);
+    if (!ok) return false;
+    any_reduction = any_reduction || reduces;
+  }
+  return any_reduction;
+}
+
+static const char* identity_text(stax_kir_binary_op_t op, bool f32) {
+  switch (op) {
+    case STAX_KIR_ADD: return f32 ? "-0.0f" : "-0.0";
+    case STAX_KIR_MUL: return f32 ? "1.0f" : "1.0";
+    case STAX_KIR_MAX: return f32 ? "-STAX_INF_F" : "-STAX_INF";
+    default: return f32 ? "STAX_INF_F" : "STAX_INF";
+  }
+}
+
+/* The reduce operator of `local` within `loop` (the first REDUCE into it). */
+static stax_kir_binary_op_t reduce_op_of(const stax_kir_loop_t* loop, int32_t local) {
+  for (const stax_kir_stmt_t* s = loop->body.first; s; s = s->next)
+    if (s->kind == STAX_KIR_STMT_REDUCE && s->local == local) return s->reduce_op;
+  return STAX_KIR_ADD;
+}
+
+static void emit_block_loop(cuda_cg_t* cg, int32_t id) {
+  const stax_kir_loop_t* loop = cg->kir->loops[id];
+  bool reduces, stores;
+  if (!distributable(cg, loop, &reduces, &stores)) {
+    refuse(cg, "loop %s cannot be spread over a block (planning bug)", loop->name);
+    return;
+  }
+  int32_t local_count = cg->kir->local_count;
+  for (int32_t l = 0; l < local_count; l++) {
+    if (!cg->partial[l]) continue;
+    const stax_kir_local_t* local = cg->kir->locals[l];
+    indent(cg);
+    stax_jit_text_appendf(&cg->text, "%s p%d = %s; /* this thread's part of %s */\n",
+                          value_type(local->dtype), (int)l,
+                          identity_text(reduce_op_of(loop, l), local->dtype == STAX_DTYPE_FLOAT32),
+                          local->name);
+  }
+  indent(cg);
+  stax_jit_text_appendf(&cg->text,
+                        "for (long long i%d = threadIdx.x; i%d < %" PRId64 "LL; i%d += blockDim.x) {\n",
+                        (int)id, (int)id, loop->extent, (int)id);
+  cg->depth++;
+  emit_block(cg, &loop->body);
+  cg->depth--;
+  indent(cg);
+  stax_jit_text_append(&cg->text, "}\n");
+  for (int32_t l = 0; l < local_count && cg->status == STAX_OK; l++) {
+    if (!cg->partial[l]) continue;
+    const stax_kir_local_t* local = cg->kir->locals[l];
+    stax_kir_binary_op_t op = reduce_op_of(loop, l);
+    bool f32 = local->dtype == STAX_DTYPE_FLOAT32;
+    const char* type = value_type(local->dtype);
+    char partial[16], mine[16], shared[48], folded[16];
+    snprintf(partial, sizeof(partial), "p%d", (int)l);
+    snprintf(mine, sizeof(mine), "l%d", (int)l);
+    snprintf(shared, sizeof(shared), "stax_shared_l%d[stax_w]", (int)l);
+    snprintf(folded, sizeof(folded), "stax_v");
+    indent(cg);
+    stax_jit_text_appendf(&cg->text, "{ /* %s over the block: warps by shuffles, then shared memory */\n",
+                          local->name);
+    cg->depth++;
+    indent(cg);
+    stax_jit_text_appendf(&cg->text, "%s stax_v = %s;\n", type, partial);
+    indent(cg);
+    stax_jit_text_append(&cg->text, "for (int stax_o = 16; stax_o > 0; stax_o >>= 1) stax_v = ");
+    append_binary(cg, op, local->dtype, "stax_v", "__shfl_xor_sync(0xffffffffu, stax_v, stax_o)");
+    stax_jit_text_append(&cg->text, ";\n");
+    indent(cg);
+    stax_jit_text_appendf(&cg->text,
+                          "if ((threadIdx.x & 31u) == 0) stax_shared_l%d[threadIdx.x >> 5] = stax_v;\n",
+                          (int)l);
+    indent(cg);
+    stax_jit_text_append(&cg->text, "__syncthreads();\n");
+    indent(cg);
+    stax_jit_text_appendf(&cg->text, "stax_v = %s;\n", identity_text(op, f32));
+    indent(cg);
+    stax_jit_text_append(&cg->text,
+                         "for (unsigned stax_w = 0; stax_w < (blockDim.x >> 5); stax_w++) stax_v = ");
+    append_binary(cg, op, local->dtype, "stax_v", shared);
+    stax_jit_text_append(&cg->text, ";\n");
+    indent(cg);
+    stax_jit_text_append(&cg->text, "__syncthreads(); /* before the next row reuses it */\n");
+    indent(cg);
+    stax_jit_text_appendf(&cg->text, "%s = ", mine);
+    append_binary(cg, op, local->dtype, mine, folded);
+    stax_jit_text_append(&cg->text, ";\n");
+    cg->depth--;
+    indent(cg);
+    stax_jit_text_append(&cg->text, "}\n");
+  }
+  clear_partials(cg);
+  if (stores && !reduces) {
+    indent(cg);
+    stax_jit_text_append(&cg->text, "__syncthreads(); /* the stores above, for later loops */\n");
+  }
+}
+
+static void emit_block_row(cuda_cg_t* cg, const stax_kir_block_t* row) {
+  for (const stax_kir_stmt_t* s = row->first; s && cg->status == STAX_OK; s = s->next) {
+    cg->stamp++;
+    if (s->kind == STAX_KIR_STMT_LOOP) {
+      emit_block_loop(cg, s->loop);
+    } else if (s->kind == STAX_KIR_STMT_STORE) {
+      indent(cg);
+      stax_jit_text_append(&cg->text, "if (threadIdx.x == 0) {\n");
+      cg->depth++;
+      emit_statement(cg, s);
+      cg->depth--;
+      indent(cg);
+      stax_jit_text_append(&cg->text, "}\n");
+      indent(cg);
+      stax_jit_text_append(&cg->text, "__syncthreads();\n");
+    } else {
+      emit_statement(cg, s);
+    }
+  }
+}
+
 static void emit_stage(cuda_cg_t* cg, int32_t index, stax_cuda_stage_launch_t* launch) {
   const stax_kir_kernel_t* kir = cg->kir;
   const stax_kir_stage_t* stage = kir->stages[index];
@@ -534,12 +739,25 @@ static void emit_stage(cuda_cg_t* cg, int32_t index, stax_cuda_stage_launch_t* l
     emit_block(cg, body);
   } else {
     launch->work_items = work;
-    stax_jit_text_appendf(&cg->text,
-                          "  const long long stax_work = %" PRId64 "LL;\n"
-                          "  for (long long stax_item = (long long)blockIdx.x * blockDim.x + "
-                          "threadIdx.x; stax_item < stax_work;\n"
-                          "       stax_item += (long long)gridDim.x * blockDim.x) {\n",
-                          work);
+    launch->block_per_item = cg->block_rows && plan_block_rows(cg, body);
+    if (launch->block_per_item) {
+      for (int32_t l = 0; l < kir->local_count; l++)
+        if (cg->reduced[l])
+          stax_jit_text_appendf(&cg->text, "  __shared__ %s stax_shared_l%d[32];\n",
+                                value_type(kir->locals[l]->dtype), (int)l);
+      stax_jit_text_appendf(&cg->text,
+                            "  const long long stax_work = %" PRId64 "LL; /* one block per item */\n"
+                            "  for (long long stax_item = blockIdx.x; stax_item < stax_work; "
+                            "stax_item += gridDim.x) {\n",
+                            work);
+    } else {
+      stax_jit_text_appendf(&cg->text,
+                            "  const long long stax_work = %" PRId64 "LL;\n"
+                            "  for (long long stax_item = (long long)blockIdx.x * blockDim.x + "
+                            "threadIdx.x; stax_item < stax_work;\n"
+                            "       stax_item += (long long)gridDim.x * blockDim.x) {\n",
+                            work);
+    }
     cg->depth = 2;
     if (nest_count == 1) {
       stax_jit_text_appendf(&cg->text, "    const long long i%d = stax_item; /* %s */\n",
@@ -558,7 +776,11 @@ static void emit_stage(cuda_cg_t* cg, int32_t index, stax_cuda_stage_launch_t* l
         }
       }
     }
-    emit_block(cg, body);
+    if (launch->block_per_item) {
+      emit_block_row(cg, body);
+    } else {
+      emit_block(cg, body);
+    }
     stax_jit_text_append(&cg->text, "  }\n");
   }
   stax_jit_text_append(&cg->text, "}\n");
@@ -572,10 +794,12 @@ void stax_cuda_source_free(stax_cuda_source_t* source, stax_allocator_t allocato
   memset(source, 0, sizeof(*source));
 }
 
-stax_status_t stax_cuda_codegen(const stax_kir_kernel_t* kernel, stax_allocator_t allocator,
-                                stax_cuda_source_t* out) {
+stax_status_t stax_cuda_codegen(const stax_kir_kernel_t* kernel,
+                                const stax_cuda_codegen_options_t* options,
+                                stax_allocator_t allocator, stax_cuda_source_t* out) {
   memset(out, 0, sizeof(*out));
   cuda_cg_t cg = {.kir = kernel, .allocator = allocator};
+  cg.block_rows = options ? options->block_rows : true;
   if (kernel->rows_generic || kernel->symbolic)
     refuse(&cg, "%s kernels (run-time parameters) are not handled",
            kernel->rows_generic ? "rows-generic" : "symbolic");
@@ -596,6 +820,17 @@ stax_status_t stax_cuda_codegen(const stax_kir_kernel_t* kernel, stax_allocator_
   STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(allocator, exprs, sizeof(uint32_t),
                                                    (void**)&cg.cache_stamp),
                      cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_allocator_calloc(allocator, exprs, sizeof(uint32_t),
+                                                   (void**)&cg.walk_stamp),
+                     cleanup);
+  size_t locals = (size_t)kernel->local_count + 1;
+  STAX_GOTO_IF_ERROR(
+      status, stax_allocator_calloc(allocator, locals, sizeof(bool), (void**)&cg.partial), cleanup);
+  STAX_GOTO_IF_ERROR(
+      status, stax_allocator_calloc(allocator, locals, sizeof(bool), (void**)&cg.row_local),
+      cleanup);
+  STAX_GOTO_IF_ERROR(
+      status, stax_allocator_calloc(allocator, locals, sizeof(bool), (void**)&cg.reduced), cleanup);
   /* The stages first (they decide which helpers the prelude needs), then the whole text. */
   stax_jit_text_init(&cg.text, allocator);
   for (int32_t s = 0; s < kernel->stage_count && cg.status == STAX_OK; s++)
@@ -638,5 +873,10 @@ cleanup:
   if (status != STAX_OK) memset(out, 0, sizeof(*out));
   stax_allocator_free(allocator, cg.cache, exprs * sizeof(int32_t));
   stax_allocator_free(allocator, cg.cache_stamp, exprs * sizeof(uint32_t));
+  stax_allocator_free(allocator, cg.walk_stamp, exprs * sizeof(uint32_t));
+  size_t local_bytes = sizeof(bool) * ((size_t)kernel->local_count + 1);
+  stax_allocator_free(allocator, cg.partial, local_bytes);
+  stax_allocator_free(allocator, cg.row_local, local_bytes);
+  stax_allocator_free(allocator, cg.reduced, local_bytes);
   return status;
 }

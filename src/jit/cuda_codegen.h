@@ -10,6 +10,9 @@
  * after another), so REDUCE into a local declared outside a vector loop is a plain running
  * reduction. A stage whose body is not a single loop runs on thread 0 of block 0. Any launch
  * shape is correct; the stage's work item count is what a host would size the grid by.
+ * Row kernels (reductions over a row) instead run one block per row where their structure
+ * allows: the row's loops spread over the block's threads, reductions combined with warp
+ * shuffles and shared memory (cuda_codegen.c, "Block-per-row stages").
  *
  * Refused (UNIMPLEMENTED naming the reason), never approximated: rows-generic and symbolic
  * kernels (run-time parameters), scratch buffers (no device allocator), float16 / bfloat16,
@@ -25,7 +28,16 @@ typedef struct stax_cuda_stage_launch_t {
   char entry[128];    /* the stage's __global__ function */
   int64_t work_items; /* grid-stride iterations (1 for a serial stage, 0: nothing to do) */
   bool serial;        /* the stage runs on one thread */
+  /* One block per work item (a row kernel's row: see "Block-per-row stages" in the .c file):
+   * blockDim.x must be a multiple of 32 and at most 1024; grid-stride over blockIdx.x. */
+  bool block_per_item;
 } stax_cuda_stage_launch_t;
+
+typedef struct stax_cuda_codegen_options_t {
+  /* Row kernels one block per row (warp-shuffle + shared memory reductions) where their
+   * structure allows, instead of one thread per row. Default (options NULL): true. */
+  bool block_rows;
+} stax_cuda_codegen_options_t;
 
 typedef struct stax_cuda_source_t {
   char* text; /* NUL-terminated, allocated with the allocator (stax_jit_text_free_string) */
@@ -36,8 +48,9 @@ typedef struct stax_cuda_source_t {
   int32_t buffer_count;
 } stax_cuda_source_t;
 
-/* The CUDA C for a verified kernel. On error *out is left empty. */
+/* The CUDA C for a verified kernel (options may be NULL). On error *out is left empty. */
 STAX_MUST_USE stax_status_t stax_cuda_codegen(const stax_kir_kernel_t* kernel,
+                                              const stax_cuda_codegen_options_t* options,
                                               stax_allocator_t allocator,
                                               stax_cuda_source_t* out);
 void stax_cuda_source_free(stax_cuda_source_t* source, stax_allocator_t allocator);

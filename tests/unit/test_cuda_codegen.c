@@ -4,10 +4,12 @@
  *   - NVRTC compiles every source to PTX for compute_80 and compute_90, and the PTX holds an
  *     `.entry` for every stage (skipped, with the reason printed, when NVRTC cannot load);
  *   - nothing can run on a GPU here, so the same source is also compiled as plain C on the
- *     host through a shim (__global__ empty, blockIdx / threadIdx globals), launched by looping
- *     over an emulated grid smaller than the work (the grid-stride loop is exercised), and its
- *     outputs are compared with the generic CPU kernels for random inputs (skipped with the
- *     reason when the host C compiler cannot be run);
+ *     host through a shim that emulates CUDA's execution model (a pthread per GPU thread,
+ *     blocks one after another, __syncthreads as a barrier, __shfl_xor_sync through memory),
+ *     launched on a grid smaller than the work (the grid-stride loops go round), and its
+ *     outputs are compared with the generic CPU kernels for random inputs, for row kernels
+ *     both one thread per row and one block per row (skipped with the reason when the host C
+ *     compiler cannot be run);
  *   - what the codegen refuses, it refuses with UNIMPLEMENTED naming why. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -71,17 +73,69 @@ static void check_ptx(const stax_cuda_source_t* source, const char* name) {
 
 /* ---- the host shim ----------------------------------------------------------------------- */
 
+/* The host shim: CUDA's execution model in C. Every thread of a block is a pthread (its
+ * threadIdx / blockIdx thread-local); blocks run one after another, so function-static
+ * "__shared__" arrays are the block's shared memory; __syncthreads is a barrier of the block;
+ * __shfl_xor_sync exchanges through a slot per thread between two barriers (every thread of
+ * the block calls it together, as the generated reductions do). */
 static const char shim[] =
+    "#define _POSIX_C_SOURCE 200809L /* pthread barriers under -std=c11 */\n"
     "#include <math.h>\n"
+    "#include <pthread.h>\n"
     "#define __global__\n"
     "#define __device__\n"
     "#define __forceinline__ inline\n"
+    "#define __shared__ static\n"
     "typedef struct { unsigned int x, y, z; } stax_shim_dim3;\n"
-    "stax_shim_dim3 threadIdx, blockIdx, blockDim, gridDim;\n";
+    "_Thread_local stax_shim_dim3 threadIdx, blockIdx;\n"
+    "stax_shim_dim3 blockDim, gridDim;\n"
+    "static pthread_barrier_t stax_shim_barrier;\n"
+    "static void __syncthreads(void) { pthread_barrier_wait(&stax_shim_barrier); }\n"
+    "static float stax_shim_slots_f32[1024];\n"
+    "static double stax_shim_slots_f64[1024];\n"
+    "static float stax_shim_shfl_f32(unsigned mask, float v, int lanes) {\n"
+    "  (void)mask; stax_shim_slots_f32[threadIdx.x] = v; __syncthreads();\n"
+    "  float r = stax_shim_slots_f32[threadIdx.x ^ (unsigned)lanes]; __syncthreads(); return r;\n"
+    "}\n"
+    "static double stax_shim_shfl_f64(unsigned mask, double v, int lanes) {\n"
+    "  (void)mask; stax_shim_slots_f64[threadIdx.x] = v; __syncthreads();\n"
+    "  double r = stax_shim_slots_f64[threadIdx.x ^ (unsigned)lanes]; __syncthreads(); return r;\n"
+    "}\n"
+    "#define __shfl_xor_sync(mask, v, lanes) \\\n"
+    "  _Generic((v), float: stax_shim_shfl_f32, double: stax_shim_shfl_f64)(mask, v, lanes)\n"
+    "typedef void (*stax_shim_body_fn)(void* context);\n"
+    "typedef struct { stax_shim_body_fn body; void* context; unsigned block, thread; } "
+    "stax_shim_thread_t;\n"
+    "static void* stax_shim_thread_main(void* arg) {\n"
+    "  stax_shim_thread_t* t = (stax_shim_thread_t*)arg;\n"
+    "  blockIdx.x = t->block; blockIdx.y = blockIdx.z = 0;\n"
+    "  threadIdx.x = t->thread; threadIdx.y = threadIdx.z = 0;\n"
+    "  t->body(t->context);\n"
+    "  return 0;\n"
+    "}\n"
+    "int stax_shim_launch(stax_shim_body_fn body, void* context, unsigned blocks, unsigned threads) {\n"
+    "  static stax_shim_thread_t args[1024];\n"
+    "  static pthread_t ids[1024];\n"
+    "  if (threads == 0 || threads > 1024) return -1;\n"
+    "  gridDim.x = blocks; gridDim.y = gridDim.z = 1;\n"
+    "  blockDim.x = threads; blockDim.y = blockDim.z = 1;\n"
+    "  if (pthread_barrier_init(&stax_shim_barrier, 0, threads) != 0) return -1;\n"
+    "  int failed = 0;\n"
+    "  for (unsigned b = 0; b < blocks; b++) {\n"
+    "    unsigned started = 0;\n"
+    "    for (unsigned t = 0; t < threads; t++, started++) {\n"
+    "      args[t].body = body; args[t].context = context; args[t].block = b; args[t].thread = t;\n"
+    "      if (pthread_create(&ids[t], 0, stax_shim_thread_main, &args[t]) != 0) { failed = 1; break; }\n"
+    "    }\n"
+    "    for (unsigned t = 0; t < started; t++) pthread_join(ids[t], 0);\n"
+    "    if (failed) break;\n"
+    "  }\n"
+    "  pthread_barrier_destroy(&stax_shim_barrier);\n"
+    "  return failed ? -1 : 0;\n"
+    "}\n";
 
-typedef struct shim_dim3 {
-  unsigned int x, y, z;
-} shim_dim3;
+typedef void (*shim_body_fn)(void* context);
+typedef int (*shim_launch_fn)(shim_body_fn body, void* context, unsigned blocks, unsigned threads);
 
 typedef void (*entry1_fn)(void*);
 typedef void (*entry2_fn)(void*, void*);
@@ -92,8 +146,18 @@ typedef void (*entry6_fn)(void*, void*, void*, void*, void*, void*);
 typedef void (*entry7_fn)(void*, void*, void*, void*, void*, void*, void*);
 typedef void (*entry8_fn)(void*, void*, void*, void*, void*, void*, void*, void*);
 
-static void call_entry(void* entry, int32_t count, void** b) {
-  switch (count) {
+typedef struct entry_call_t {
+  void* entry;
+  int32_t count;
+  void** buffers;
+} entry_call_t;
+
+/* Runs on every emulated GPU thread. */
+static void call_entry(void* context) {
+  const entry_call_t* call = context;
+  void* entry = call->entry;
+  void** b = call->buffers;
+  switch (call->count) {
     case 1: ((entry1_fn)entry)(b[0]); break;
     case 2: ((entry2_fn)entry)(b[0], b[1]); break;
     case 3: ((entry3_fn)entry)(b[0], b[1], b[2]); break;
@@ -102,7 +166,7 @@ static void call_entry(void* entry, int32_t count, void** b) {
     case 6: ((entry6_fn)entry)(b[0], b[1], b[2], b[3], b[4], b[5]); break;
     case 7: ((entry7_fn)entry)(b[0], b[1], b[2], b[3], b[4], b[5], b[6]); break;
     case 8: ((entry8_fn)entry)(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]); break;
-    default: CHECK(false); break;
+    default: break;
   }
 }
 
@@ -130,7 +194,7 @@ static void* host_compile(const stax_cuda_source_t* source, const char* name, ch
   fclose(file);
   /* -fno-builtin-...: none needed; -ffp-contract=off keeps a * b + c unfused like the CPU. */
   snprintf(command, sizeof(command),
-           "%s -std=c11 -O1 -ffp-contract=off -fPIC -shared -w -o %s %s -lm 2>%s/cc.log",
+           "%s -std=c11 -O1 -ffp-contract=off -fPIC -shared -pthread -w -o %s %s -lm 2>%s/cc.log",
            STAX_TEST_HOST_CC, so_path, c_path, dir);
   int rc = system(command);
   if (rc != 0) {
@@ -174,11 +238,8 @@ static void host_run_and_compare(test_group_t* tg, const stax_cuda_source_t* sou
     if (!host_cc_broken) host_cleanup(dir, name);
     return;
   }
-  shim_dim3* thread_index = dlsym(library, "threadIdx");
-  shim_dim3* block_index = dlsym(library, "blockIdx");
-  shim_dim3* block_dim = dlsym(library, "blockDim");
-  shim_dim3* grid_dim = dlsym(library, "gridDim");
-  CHECK(thread_index && block_index && block_dim && grid_dim);
+  shim_launch_fn launch = (shim_launch_fn)dlsym(library, "stax_shim_launch");
+  CHECK(launch != NULL);
   stax_tensor_t* expected[TG_MAX_VALUES] = {NULL};
   stax_tensor_t* actual[TG_MAX_VALUES] = {NULL};
   CHECK_OK(tg_reference(tg, expected));
@@ -194,19 +255,16 @@ static void host_run_and_compare(test_group_t* tg, const stax_cuda_source_t* sou
            (size_t)stax_tensor_element_count(actual[i]) * stax_dtype_size(v->dtype));
     buffers[tg->input_count + i] = stax_tensor_data(actual[i]);
   }
-  const unsigned blocks = 3, threads = 5;
-  for (int32_t s = 0; s < source->stage_count && thread_index; s++) {
-    void* entry = dlsym(library, source->stages[s].entry);
-    CHECK(entry != NULL);
-    if (!entry) break;
-    *grid_dim = (shim_dim3){blocks, 1, 1};
-    *block_dim = (shim_dim3){threads, 1, 1};
-    for (unsigned b = 0; b < blocks; b++)
-      for (unsigned t = 0; t < threads; t++) {
-        *block_index = (shim_dim3){b, 0, 0};
-        *thread_index = (shim_dim3){t, 0, 0};
-        call_entry(entry, count, buffers);
-      }
+  for (int32_t s = 0; s < source->stage_count && launch; s++) {
+    entry_call_t call = {.entry = dlsym(library, source->stages[s].entry),
+                         .count = count,
+                         .buffers = buffers};
+    CHECK(call.entry != NULL && count <= 8);
+    if (!call.entry || count > 8) break;
+    /* Fewer threads than work, so the grid-stride loops go round; a block-per-row stage gets
+     * two warps (its launch rule: a multiple of 32). */
+    unsigned blocks = 3, threads = source->stages[s].block_per_item ? 64 : 5;
+    CHECK_EQ_INT(launch(call_entry, &call, blocks, threads), 0);
   }
   for (int32_t i = 0; i < tg->output_count; i++) {
     int64_t bad = tg_compare(name, actual[i], expected[i], atol, rtol);
@@ -224,13 +282,16 @@ static void host_run_and_compare(test_group_t* tg, const stax_cuda_source_t* sou
 
 /* Lowers the group, generates CUDA C, compiles it with NVRTC and runs it through the shim.
  * Returns the stage count (0 after a failure). */
-static int32_t cuda_case(test_group_t* tg, const char* name, double atol, double rtol) {
+static int32_t cuda_case_mode(test_group_t* tg, const char* name, double atol, double rtol,
+                              bool block_rows, int32_t* out_block_stages) {
   stax_jit_lower_options_t options = {.vector_bits = 256, .thread_count = 1, .has_fma = true};
   stax_kir_kernel_t* kernel = NULL;
+  *out_block_stages = 0;
   CHECK_OK(stax_jit_lower_group(tg_group(tg, name), &options, tg_sys(), &kernel));
   if (!kernel) return 0;
   stax_cuda_source_t source;
-  stax_status_t status = stax_cuda_codegen(kernel, tg_sys(), &source);
+  stax_cuda_codegen_options_t codegen = {.block_rows = block_rows};
+  stax_status_t status = stax_cuda_codegen(kernel, &codegen, tg_sys(), &source);
   if (status != STAX_OK) {
     fprintf(stderr, "%s: %s\n", name, stax_status_message(status));
     stax_status_free(stax_kir_print_to_file(kernel, stderr));
@@ -242,6 +303,14 @@ static int32_t cuda_case(test_group_t* tg, const char* name, double atol, double
   CHECK(strstr(source.text, "STAX_EXTERN_C __global__ void stax_") != NULL);
   CHECK(strstr(source.text, "extern \"C\"") != NULL);
   CHECK_EQ_INT(source.stage_count, kernel->stage_count);
+  for (int32_t st = 0; st < source.stage_count; st++) {
+    *out_block_stages += source.stages[st].block_per_item;
+    if (source.stages[st].block_per_item) {
+      CHECK(block_rows);
+      CHECK(strstr(source.text, "__shfl_xor_sync(0xffffffffu") != NULL);
+      CHECK(strstr(source.text, "__syncthreads()") != NULL);
+    }
+  }
   check_ptx(&source, name);
   host_run_and_compare(tg, &source, name, atol, rtol);
   int32_t stages = source.stage_count;
@@ -249,6 +318,22 @@ static int32_t cuda_case(test_group_t* tg, const char* name, double atol, double
   stax_cuda_source_free(&source, tg_sys());
   stax_kir_kernel_destroy(kernel);
   return stages;
+}
+
+/* Both ways: one thread per row and, where it applies, one block per row. Returns the stage
+ * count; *out_block_stages: how many stages got a block per row. */
+static int32_t cuda_case_blocks(test_group_t* tg, const char* name, double atol, double rtol,
+                                int32_t* out_block_stages) {
+  int32_t none = 0;
+  int32_t stages = cuda_case_mode(tg, name, atol, rtol, false, &none);
+  CHECK_EQ_INT(none, 0);
+  CHECK_EQ_INT(cuda_case_mode(tg, name, atol, rtol, true, out_block_stages), stages);
+  return stages;
+}
+
+static int32_t cuda_case(test_group_t* tg, const char* name, double atol, double rtol) {
+  int32_t block_stages = 0;
+  return cuda_case_blocks(tg, name, atol, rtol, &block_stages);
 }
 
 static void test_add_relu(void) {
@@ -263,7 +348,9 @@ static void test_add_relu(void) {
       int32_t sum = tg_node(&tg, STAX_OP_Add, 2, ab, STAX_DTYPE_FLOAT32, 3, shapes[s], 0, NULL);
       int32_t relu = tg_node(&tg, STAX_OP_Relu, 1, &sum, STAX_DTYPE_FLOAT32, 3, shapes[s], 0, NULL);
       tg_output(&tg, relu);
-      CHECK_EQ_INT(cuda_case(&tg, "add_relu", 0, 0), 1);
+      int32_t block_stages = -1;
+      CHECK_EQ_INT(cuda_case_blocks(&tg, "add_relu", 0, 0, &block_stages), 1);
+      CHECK_EQ_INT(block_stages, 0); /* no reductions: one thread per element */
       tg_free(&tg);
     }
 }
@@ -339,7 +426,9 @@ static void test_softmax(void) {
       int32_t soft = tg_node(&tg, log ? STAX_OP_LogSoftmax : STAX_OP_Softmax, 1, &x,
                              STAX_DTYPE_FLOAT32, 3, shapes[s], 1, &axis);
       tg_output(&tg, soft);
-      CHECK(cuda_case(&tg, log ? "log_softmax" : "softmax", 2e-6, 1e-5) >= 1);
+      int32_t block_stages = 0;
+      CHECK(cuda_case_blocks(&tg, log ? "log_softmax" : "softmax", 2e-6, 1e-5, &block_stages) >= 1);
+      CHECK(block_stages >= 1); /* the row reductions run over a block */
       tg_free(&tg);
     }
 }
@@ -357,7 +446,9 @@ static void test_layernorm_gelu(void) {
   tg_node_n(&tg, STAX_OP_LayerNormalization, 3, inputs, 1, &y, 2, attrs);
   int32_t activated = tg_node(&tg, STAX_OP_Gelu, 1, &y, STAX_DTYPE_FLOAT32, 3, dims, 0, NULL);
   tg_output(&tg, activated);
-  CHECK(cuda_case(&tg, "layernorm_gelu", 2e-5, 2e-5) >= 1);
+  int32_t block_stages = 0;
+  CHECK(cuda_case_blocks(&tg, "layernorm_gelu", 2e-5, 2e-5, &block_stages) >= 1);
+  CHECK(block_stages >= 1);
   tg_free(&tg);
 }
 
@@ -377,7 +468,7 @@ static void test_refusals(void) {
   stax_kir_add_store(kernel, &loop->body, out, &index, stax_kir_load(kernel, in, &index));
   CHECK_OK(stax_kir_kernel_status(kernel));
   stax_cuda_source_t source;
-  CHECK_ERROR(stax_cuda_codegen(kernel, tg_sys(), &source), STAX_UNIMPLEMENTED,
+  CHECK_ERROR(stax_cuda_codegen(kernel, NULL, tg_sys(), &source), STAX_UNIMPLEMENTED,
               "dtype float16 is not handled");
   CHECK(source.text == NULL && source.stage_count == 0);
   stax_kir_kernel_destroy(kernel);
@@ -387,7 +478,7 @@ static void test_refusals(void) {
   CHECK_OK(stax_kir_kernel_create(tg_sys(), "scratch", &kernel));
   stax_kir_add_buffer(kernel, "x", STAX_KIR_BUFFER_INPUT, STAX_DTYPE_FLOAT32, 1, dims, NULL);
   stax_kir_add_buffer(kernel, "panel", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1, dims, NULL);
-  CHECK_ERROR(stax_cuda_codegen(kernel, tg_sys(), &source), STAX_UNIMPLEMENTED,
+  CHECK_ERROR(stax_cuda_codegen(kernel, NULL, tg_sys(), &source), STAX_UNIMPLEMENTED,
               "scratch buffer panel needs a device allocator");
   stax_kir_kernel_destroy(kernel);
 
@@ -395,7 +486,7 @@ static void test_refusals(void) {
   kernel = NULL;
   CHECK_OK(stax_kir_kernel_create(tg_sys(), "rows", &kernel));
   stax_kir_set_rows_generic(kernel, 4, 1);
-  CHECK_ERROR(stax_cuda_codegen(kernel, tg_sys(), &source), STAX_UNIMPLEMENTED,
+  CHECK_ERROR(stax_cuda_codegen(kernel, NULL, tg_sys(), &source), STAX_UNIMPLEMENTED,
               "rows-generic kernels (run-time parameters) are not handled");
   stax_kir_kernel_destroy(kernel);
 }
