@@ -26,6 +26,9 @@ foreach(lib ${stax_private_libs})
   string(APPEND STAX_PC_LIBS_PRIVATE "${lib} ")
 endforeach()
 string(APPEND STAX_PC_LIBS_PRIVATE "-lpthread -lm")
+if(CMAKE_DL_LIBS)
+  string(APPEND STAX_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")
+endif()
 
 # Both files find the prefix from where they are installed, so `--prefix` can move it.
 file(RELATIVE_PATH STAX_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")

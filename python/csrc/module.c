@@ -218,13 +218,41 @@ static PyObject* module_build_info(PyObject* self, PyObject* unused) {
     Py_DECREF(jit);
     return NULL;
   }
-  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:(ii),s:N,s:s,s:N,s:O,s:s}", "version", info.version,
-                       "isa", stax_isa_name(info.isa), "isa_detected",
+  PyObject* cuda = Py_BuildValue(
+      "{s:O,s:i,s:i,s:s,s:(ii),s:s,s:O,s:(ii),s:s,s:s}", "driver",
+      info.cuda_driver ? Py_True : Py_False, "driver_version", (int)info.cuda_driver_version,
+      "device_count", (int)info.cuda_device_count, "device_name", info.cuda_device_name,
+      "compute_capability", (int)info.cuda_compute_major, (int)info.cuda_compute_minor,
+      "driver_unavailable", info.cuda_driver_unavailable, "nvrtc",
+      info.cuda_nvrtc ? Py_True : Py_False, "nvrtc_version", (int)info.cuda_nvrtc_major,
+      (int)info.cuda_nvrtc_minor, "nvrtc_path", info.cuda_nvrtc_path, "nvrtc_unavailable",
+      info.cuda_nvrtc_unavailable);
+  if (!cuda) {
+    Py_DECREF(jit);
+    Py_DECREF(cache);
+    return NULL;
+  }
+  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:(ii),s:N,s:s,s:N,s:O,s:s,s:N}", "version",
+                       info.version, "isa", stax_isa_name(info.isa), "isa_detected",
                        stax_isa_name(info.isa_detected), "gemm", info.gemm_variant, "gemm_tile",
                        info.gemm_tile_rows, info.gemm_tile_cols, "jit", jit, "jit_unavailable",
                        info.jit_unavailable, "jit_cache_dir", cache, "gpu",
                        info.gpu_available ? Py_True : Py_False, "gpu_unavailable",
-                       info.gpu_unavailable);
+                       info.gpu_unavailable, "cuda", cuda);
+}
+
+/* _C.check_target(name): None for a target programs can be compiled for, else the error
+ * stax_target_check gives (UnimplementedError naming what a CUDA target lacks). */
+static PyObject* module_check_target(PyObject* self, PyObject* arg) {
+  (void)self;
+  const char* name = PyUnicode_AsUTF8(arg);
+  if (!name) return NULL;
+  stax_status_t status;
+  Py_BEGIN_ALLOW_THREADS
+  status = stax_target_check(name); /* may dlopen the CUDA libraries */
+  Py_END_ALLOW_THREADS
+  if (status != STAX_OK) return stax_py_raise(status, NULL);
+  Py_RETURN_NONE;
 }
 
 static PyObject* module_passes(PyObject* self, PyObject* unused) {
@@ -287,6 +315,8 @@ static PyMethodDef module_methods[] = {
     {"isa", module_isa, METH_NOARGS, "(level in use, the CPU's level)."},
     {"passes", module_passes, METH_NOARGS, "{graph pass name: what it rewrites}, in pipeline order."},
     {"build_info", module_build_info, METH_NOARGS, "What this build and machine give programs."},
+    {"check_target", module_check_target, METH_O,
+     "None when programs compile for the target, else raises why not."},
     {"set_isa_cap", module_set_isa_cap, METH_O, "Caps the ISA level (None: no cap)."},
     {NULL, NULL, 0, NULL},
 };

@@ -106,8 +106,12 @@ def build_info():
     use) and isa_detected (the CPU's); gemm and gemm_tile (the generic GEMM's variant and
     register tile); jit: None when the JIT is unavailable (jit_unavailable says why), else
     {backend, cpu, vector_bits, fma, matmul_tile}; jit_cache_dir (None when the on-disk kernel
-    cache is off); gpu (False for now) and gpu_unavailable. The same as
-    ``stax version --verbose``. Starts the JIT backend if it has not started."""
+    cache is off); gpu (False: no GPU execution path yet) and gpu_unavailable (what this
+    machine lacks for target="cuda", or that execution is not implemented); cuda: {driver,
+    driver_version, device_count, device_name, compute_capability, driver_unavailable, nvrtc,
+    nvrtc_version, nvrtc_path, nvrtc_unavailable} (the CUDA driver and NVRTC are loaded at run
+    time, never linked; see docs/gpu.md). The same as ``stax version --verbose``. Starts the
+    JIT backend if it has not started."""
     return _C.build_info()
 
 

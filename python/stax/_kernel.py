@@ -389,10 +389,13 @@ def _finish(kernel, target, graph_text, call_mode):
 
 
 def _check_target(target):
+    """Raises unless programs compile for target: 'cuda' names what this machine lacks (the
+    CUDA driver, a device, NVRTC) or, when nothing is missing, that the GPU execution path is
+    not implemented yet (docs/gpu.md)."""
+    if not isinstance(target, str):
+        raise TypeError(f"target must be a string, got {type(target).__name__}")
     if target not in _TARGETS:
-        raise _C.UnimplementedError(
-            f"target {target!r} is not available: stax runs on {', '.join(_TARGETS)} for now "
-            "(the GPU backend comes with the JIT)")
+        _C.check_target(target)
 
 
 def _pass_list(disable_passes):

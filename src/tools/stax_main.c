@@ -47,8 +47,10 @@ static void print_usage(FILE* f) {
           "STAX_MEMORY_PLAN=0 switches memory planning off (every temporary from the\n"
           "buffer pool instead of the per-call arena); STAX_PROGRESS=1 prints progress\n"
           "lines (long sync compiles, waiting for background ones) even when stderr is not\n"
-          "a terminal, STAX_PROGRESS=0 never.\n",
-          "version", "print the stax version (--verbose: ISA, JIT, cache)", "help",
+          "a terminal, STAX_PROGRESS=0 never; STAX_NVRTC_PATH names the NVRTC library to\n"
+          "load. stax runs on the CPU only: the CUDA driver and NVRTC are only probed\n"
+          "(`stax version --verbose`; docs/gpu.md).\n",
+          "version", "print the stax version (--verbose: ISA, JIT, cache, CUDA, NVRTC)", "help",
           "print this text");
 }
 
@@ -67,6 +69,18 @@ static void print_build_info(void) {
   else
     printf("jit: unavailable (%s); models run interpreted\n", info.jit_unavailable);
   printf("jit cache: %s\n", info.jit_cache ? info.jit_cache_dir : "off");
+  if (info.cuda_driver)
+    printf("cuda driver: %d.%d, %d device(s), device 0 %s, compute capability %d.%d\n",
+           (int)info.cuda_driver_version / 1000, (int)info.cuda_driver_version % 1000 / 10,
+           (int)info.cuda_device_count, info.cuda_device_name, (int)info.cuda_compute_major,
+           (int)info.cuda_compute_minor);
+  else
+    printf("cuda driver: none: %s\n", info.cuda_driver_unavailable);
+  if (info.cuda_nvrtc)
+    printf("nvrtc: %d.%d (%s)\n", (int)info.cuda_nvrtc_major, (int)info.cuda_nvrtc_minor,
+           info.cuda_nvrtc_path);
+  else
+    printf("nvrtc: none: %s\n", info.cuda_nvrtc_unavailable);
   printf("gpu: none: %s\n", info.gpu_unavailable);
 }
 

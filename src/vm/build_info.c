@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/cuda_loader.h"
 #include "jit/jit.h"
 #include "jit/object_cache.h"
 #include "kernels/gemm.h"
@@ -35,6 +36,51 @@ void stax_build_info(stax_build_info_t* out) {
   }
   out->jit_cache = stax_jit_cache_dir(out->jit_cache_dir, sizeof(out->jit_cache_dir));
   if (!out->jit_cache) out->jit_cache_dir[0] = '\0';
+  const stax_cuda_driver_t* driver = NULL;
+  status = stax_cuda_driver_get(&driver);
+  if (status == STAX_OK) {
+    out->cuda_driver = true;
+    out->cuda_driver_version = driver->driver_version;
+    out->cuda_device_count = driver->device_count;
+    snprintf(out->cuda_device_name, sizeof(out->cuda_device_name), "%s", driver->device_name);
+    out->cuda_compute_major = driver->compute_major;
+    out->cuda_compute_minor = driver->compute_minor;
+  } else {
+    snprintf(out->cuda_driver_unavailable, sizeof(out->cuda_driver_unavailable), "%s",
+             stax_status_message(status));
+    stax_status_free(status);
+  }
+  const stax_cuda_nvrtc_t* nvrtc = NULL;
+  status = stax_cuda_nvrtc_get(&nvrtc);
+  if (status == STAX_OK) {
+    out->cuda_nvrtc = true;
+    out->cuda_nvrtc_major = nvrtc->major;
+    out->cuda_nvrtc_minor = nvrtc->minor;
+    snprintf(out->cuda_nvrtc_path, sizeof(out->cuda_nvrtc_path), "%s", nvrtc->path);
+  } else {
+    snprintf(out->cuda_nvrtc_unavailable, sizeof(out->cuda_nvrtc_unavailable), "%s",
+             stax_status_message(status));
+    stax_status_free(status);
+  }
+  /* No GPU execution path yet, whatever loads. */
+  bool ready = false;
   out->gpu_available = false;
-  out->gpu_unavailable = "stax runs on the cpu for now (no GPU backend yet)";
+  stax_cuda_describe(&ready, out->gpu_unavailable, sizeof(out->gpu_unavailable));
+}
+
+stax_status_t stax_target_check(const char* target) {
+  if (!target) return stax_status_make(STAX_INVALID_ARGUMENT, "target is NULL");
+  if (strcmp(target, "cpu") == 0) return STAX_OK;
+  if (strcmp(target, "cuda") == 0 || strcmp(target, "gpu") == 0) {
+    bool ready = false;
+    char why[1024];
+    stax_cuda_describe(&ready, why, sizeof(why));
+    if (ready)
+      return stax_status_make(STAX_UNIMPLEMENTED, "target '%s' is not available yet: %s", target,
+                              why);
+    return stax_status_make(STAX_UNIMPLEMENTED, "target '%s' is not available on this machine: %s",
+                            target, why);
+  }
+  return stax_status_make(STAX_INVALID_ARGUMENT, "unknown target '%s' (targets: cpu, cuda)",
+                          target);
 }
