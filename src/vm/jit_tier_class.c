@@ -4,6 +4,7 @@
  * layout kept), and the rewrite of a group description into a rows-generic one (rows values
  * [lead..., tail...] become [R, tail...], R = the product of the lead dims; jit.h,
  * stax_jit_group_t.rows_generic). See docs/jit.md, "Shape classes". */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/hash_map.h"
@@ -57,10 +58,71 @@ bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan
     }
   }
   if (!any_open) return false; /* every dim fixed: the exact signature says it all */
+  /* Broadcast dims: whether each computed dim is 1 decides which operands broadcast, so it is
+   * part of the class (N == M and N == 1 are two versions; N == M over all values one). A
+   * broadcast that fails here (N = 3, M = 5) gets no class version: the interpreter runs the
+   * segment and reports it. */
+  const stax_program_t* program = ctx->program;
+  for (int32_t c = 0; c < plan->bcast_code_count; c++) {
+    const stax_vm_dim_code_ref_t* ref = &program->dim_codes[plan->bcast_codes[c]];
+    int64_t value = 0;
+    stax_status_t status = stax_dim_code_eval(program->dim_code_words + ref->first, ref->count,
+                                              ctx->symbols, program->symbols_count, &value);
+    if (status) {
+      stax_status_free(status);
+      return false;
+    }
+    sig[n++] = value == 1;
+  }
   uint64_t hash = 0xc1a55u;
   for (int32_t i = 0; i < n; i++) hash = stax_hash_combine(hash, (uint64_t)sig[i]);
   *out_count = n;
   *out_hash = hash;
+  return true;
+}
+
+static bool code_has_bcast(const stax_program_t* program, int32_t code) {
+  const stax_vm_dim_code_ref_t* ref = &program->dim_codes[code];
+  for (int32_t w = 0; w < ref->count; w++)
+    if (program->dim_code_words[ref->first + w].op == STAX_DIM_CODE_BCAST) return true;
+  return false;
+}
+
+/* Appends reg's computed dims' codes to codes (deduplicated); *any_bcast when one broadcasts. */
+static void collect_codes(const stax_program_t* program, int32_t reg, int32_t* codes,
+                          int32_t* count, bool* any_bcast) {
+  const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  for (int32_t d = 0; d < desc->rank; d++) {
+    const stax_vm_dim_t* dim = &program->dims[desc->dims_first + d];
+    if (dim->kind != STAX_VM_DIM_CODE) continue;
+    bool seen = false;
+    for (int32_t i = 0; i < *count && !seen; i++) seen = codes[i] == dim->code;
+    if (seen) continue;
+    codes[(*count)++] = dim->code;
+    *any_bcast |= code_has_bcast(program, dim->code);
+  }
+}
+
+bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan) {
+  plan->bcast_code_count = 0;
+  plan->bcast_codes = NULL;
+  size_t capacity = (size_t)plan->ext_count;
+  for (int32_t g = 0; g < plan->group_count; g++) capacity += (size_t)plan->groups[g].value_count;
+  int32_t* codes = calloc(capacity * STAX_MAX_RANK + 1, sizeof(int32_t));
+  if (!codes) return false;
+  int32_t count = 0;
+  bool any_bcast = false;
+  for (int32_t e = 0; e < plan->ext_count; e++)
+    collect_codes(program, plan->ext_regs[e], codes, &count, &any_bcast);
+  for (int32_t g = 0; g < plan->group_count; g++)
+    for (int32_t v = 0; v < plan->groups[g].value_count; v++)
+      collect_codes(program, plan->groups[g].value_regs[v], codes, &count, &any_bcast);
+  if (!any_bcast) {
+    free(codes);
+    return true;
+  }
+  plan->bcast_codes = codes;
+  plan->bcast_code_count = count;
   return true;
 }
 
@@ -140,16 +202,19 @@ static uint32_t open_strides(const stax_vm_descriptor_t* desc, uint32_t open_dim
   return open;
 }
 
-bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_group_plan* gp,
-                               stax_jit_value_t* values) {
+bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_plan* plan,
+                               const jit_group_plan* gp, stax_jit_value_t* values) {
   bool any = false;
+  bool ones_fixed = plan->bcast_code_count > 0;
   for (int32_t v = 0; v < gp->value_count; v++) {
     stax_jit_value_t* value = &values[v];
     const stax_vm_descriptor_t* desc =
         &program->descriptors[program->registers[gp->value_regs[v]].descriptor];
     uint32_t dims = 0;
     for (int32_t k = 0; k < desc->rank && k < value->rank; k++)
-      if (program->dims[desc->dims_first + k].kind != STAX_VM_DIM_CONSTANT) dims |= 1u << k;
+      if (program->dims[desc->dims_first + k].kind != STAX_VM_DIM_CONSTANT &&
+          !(ones_fixed && value->dims[k] == 1))
+        dims |= 1u << k;
     value->open_dims = dims;
     value->open_strides = value->role == STAX_JIT_VALUE_TEMPORARY ? 0 : open_strides(desc, dims, value);
     any |= dims != 0;

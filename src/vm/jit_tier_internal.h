@@ -77,6 +77,13 @@ typedef struct jit_plan {
   int32_t group_count;
   jit_group_plan* groups;
   int32_t lowerable_count; /* groups with `lowerable` */
+  /* When a value of the segment has a broadcast dim (bcast(N, M), docs/ir.md): the dim codes
+   * of every computed dim of its values (ext inputs and group values), deduplicated. A class
+   * signature evaluates them (which also checks that the broadcasts hold) and records which
+   * are 1, so a class version never runs a kernel compiled for N == M on a call with N == 1.
+   * Empty for segments without broadcast dims: their classes are as before. */
+  int32_t bcast_code_count;
+  int32_t* bcast_codes;
 } jit_plan;
 
 /* A version is exact (keyed by the full signature: every dim and stride) or generic (keyed
@@ -201,10 +208,15 @@ bool stax_vm_jit_input_header(const stax_context_t* ctx, int32_t reg, int64_t* o
 /* 1 + the index of the register's last dim that is not a model constant (0: all fixed). */
 int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg);
 /* The class signature of the live inputs (JIT_CLASS_MARK, then per input its header, its
- * fixed dims, -1 for open ones, and its layout); false when no input has an open dim or an
- * input is empty or misaligned. sig needs 1 + ext_count * JIT_SIG_WORDS_PER_INPUT words. */
+ * fixed dims, -1 for open ones, and its layout; then, for segments with broadcast dims, one
+ * word per plan->bcast_codes saying whether that dim is 1); false when no input has an open
+ * dim, an input is empty or misaligned, or a broadcast dim does not evaluate (the interpreter
+ * then reports it). sig needs 1 + ext_count * JIT_SIG_WORDS_PER_INPUT + bcast_code_count
+ * words. */
 bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
                                  int32_t* out_count, uint64_t* out_hash);
+/* Fills plan->bcast_codes (see jit_plan); false when out of memory. */
+bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan);
 /* Rewrites group description d (built from live shapes) into a rows-generic one; false
  * when the group has no rows space, two different ones, or lead dims that do not walk as
  * rows (the group is then left to exact versions). */
@@ -213,9 +225,10 @@ bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_grou
 /* The fallback for groups that are not rows-generic (attention: a Softmax over an open last
  * axis, a MatMul of two views with open M, N, K): marks the dims and strides of every value
  * that vary over the class, for a symbolic kernel (jit.h), in `values` (the group's, live
- * shapes). False when nothing is open. */
-bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_group_plan* gp,
-                               stax_jit_value_t* values);
+ * shapes). In a segment with broadcast dims a computed dim that is 1 stays fixed (the class
+ * signature pins which dims are 1), so it broadcasts. False when nothing is open. */
+bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_plan* plan,
+                               const jit_group_plan* gp, stax_jit_value_t* values);
 
 /* The program's cache, created on first use (NULL when out of memory). */
 jit_cache* stax_vm_jit_cache_get(stax_program_t* program);
