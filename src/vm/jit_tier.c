@@ -54,6 +54,7 @@ static void jit_plan_free(jit_plan* plan) {
   free(plan->ext_regs);
   free(plan->ext_leads);
   free(plan->bcast_codes);
+  free(plan->bcast_links);
   free(plan->alloc_words);
   free(plan->alloc_group);
   free(plan->free_regs);
@@ -604,6 +605,7 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
   if (!descs) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: group descriptions");
   stax_status_t status = STAX_OK;
   int32_t layout_count = 0;
+  int32_t* bcast_classes = NULL;
   jit_layout* layouts = calloc((size_t)(plan->post_count > 0 ? plan->post_count : 1), sizeof(jit_layout));
   if (!layouts) {
     free(descs);
@@ -611,6 +613,7 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
   }
   status = jit_view_layouts(ctx, plan, layouts, &layout_count);
   if (status) goto fail;
+  bcast_classes = generic ? stax_vm_jit_bcast_classes(ctx, plan) : NULL;
   for (int32_t g = 0; g < plan->group_count; g++) {
     const jit_group_plan* gp = &plan->groups[g];
     jit_desc* d = &descs[g];
@@ -707,7 +710,7 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
           alternative = NULL;
         }
       }
-      if (stax_vm_jit_make_rows_generic(program, gp, d)) {
+      if (stax_vm_jit_make_rows_generic(program, plan, bcast_classes, gp, d)) {
         d->symbolic_values = alternative;
       } else if (alternative) {
         memcpy(d->values, alternative, sizeof(stax_jit_value_t) * (size_t)gp->value_count);
@@ -719,10 +722,12 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
     }
   }
   free(layouts);
+  free(bcast_classes);
   *out_descs = descs;
   return STAX_OK;
 fail:
   free(layouts);
+  free(bcast_classes);
   jit_desc_free(descs, plan->group_count);
   return status;
 }

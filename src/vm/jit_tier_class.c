@@ -103,9 +103,85 @@ static void collect_codes(const stax_program_t* program, int32_t reg, int32_t* c
   }
 }
 
+/* The entry of plan->bcast_codes whose words are words[first, first + count), or -1. */
+static int32_t find_code(const stax_program_t* program, const jit_plan* plan,
+                         const stax_dim_code_t* words, int32_t count) {
+  for (int32_t c = 0; c < plan->bcast_code_count; c++) {
+    const stax_vm_dim_code_ref_t* ref = &program->dim_codes[plan->bcast_codes[c]];
+    if (ref->count != count) continue;
+    bool same = true;
+    for (int32_t w = 0; w < count && same; w++) {
+      const stax_dim_code_t* x = &program->dim_code_words[ref->first + w];
+      same = x->op == words[w].op && x->value == words[w].value;
+    }
+    if (same) return c;
+  }
+  return -1;
+}
+
+/* Dim code is postfix: start[i] is where the subexpression that ends at word i begins. A
+ * BCAST word's operands end at i - 1 and just before that one's start; a chain of BCAST
+ * words (bcast(N, M, K)) is flattened to its operands. */
+static bool add_links(const stax_program_t* program, jit_plan* plan, int32_t bcast,
+                      const stax_dim_code_t* words, const int32_t* start, int32_t end,
+                      int32_t* capacity) {
+  if (words[end].op == STAX_DIM_CODE_BCAST) {
+    int32_t right_end = end - 1;
+    int32_t left_end = start[right_end] - 1;
+    if (left_end < 0) return true; /* malformed (the verifier rejects it): no links */
+    return add_links(program, plan, bcast, words, start, left_end, capacity) &&
+           add_links(program, plan, bcast, words, start, right_end, capacity);
+  }
+  int32_t operand = find_code(program, plan, words + start[end], end - start[end] + 1);
+  if (operand < 0) return true; /* no value of the segment has that dim: nothing to compare */
+  if (plan->bcast_link_count == *capacity) {
+    int32_t grown = *capacity ? *capacity * 2 : 8;
+    int32_t* links = realloc(plan->bcast_links, sizeof(int32_t) * 2 * (size_t)grown);
+    if (!links) return false;
+    plan->bcast_links = links;
+    *capacity = grown;
+  }
+  plan->bcast_links[2 * plan->bcast_link_count] = operand;
+  plan->bcast_links[2 * plan->bcast_link_count + 1] = bcast;
+  plan->bcast_link_count++;
+  return true;
+}
+
+static bool plan_bcast_links(const stax_program_t* program, jit_plan* plan) {
+  int32_t capacity = 0;
+  for (int32_t c = 0; c < plan->bcast_code_count; c++) {
+    const stax_vm_dim_code_ref_t* ref = &program->dim_codes[plan->bcast_codes[c]];
+    const stax_dim_code_t* words = program->dim_code_words + ref->first;
+    if (ref->count < 1 || words[ref->count - 1].op != STAX_DIM_CODE_BCAST) continue;
+    int32_t* start = malloc(sizeof(int32_t) * (size_t)ref->count);
+    int32_t* stack = malloc(sizeof(int32_t) * (size_t)ref->count);
+    bool ok = start && stack;
+    int32_t depth = 0;
+    for (int32_t w = 0; ok && w < ref->count; w++) {
+      if (words[w].op == STAX_DIM_CODE_CONST || words[w].op == STAX_DIM_CODE_SYMBOL) {
+        start[w] = w;
+        stack[depth++] = w;
+      } else if (depth >= 2) {
+        depth--; /* the right operand; the left one's start is this one's */
+        start[w] = start[stack[depth - 1]];
+        stack[depth - 1] = w;
+      } else {
+        break; /* malformed (the verifier rejects it): no links */
+      }
+    }
+    if (ok && depth == 1) ok = add_links(program, plan, c, words, start, ref->count - 1, &capacity);
+    free(start);
+    free(stack);
+    if (!start || !stack || !ok) return false;
+  }
+  return true;
+}
+
 bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan) {
   plan->bcast_code_count = 0;
   plan->bcast_codes = NULL;
+  plan->bcast_link_count = 0;
+  plan->bcast_links = NULL;
   size_t capacity = (size_t)plan->ext_count;
   for (int32_t g = 0; g < plan->group_count; g++) capacity += (size_t)plan->groups[g].value_count;
   int32_t* codes = calloc(capacity * STAX_MAX_RANK + 1, sizeof(int32_t));
@@ -123,11 +199,52 @@ bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan)
   }
   plan->bcast_codes = codes;
   plan->bcast_code_count = count;
-  return true;
+  return plan_bcast_links(program, plan);
 }
 
-/* Whether two registers' lead dims are the same expressions of the model's symbols. */
-static bool same_lead(const stax_program_t* program, int32_t reg_a, int32_t reg_b, int32_t lead) {
+static int32_t class_find(int32_t* parent, int32_t x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  return x;
+}
+
+int32_t* stax_vm_jit_bcast_classes(const stax_context_t* ctx, const jit_plan* plan) {
+  if (plan->bcast_code_count == 0) return NULL;
+  const stax_program_t* program = ctx->program;
+  int32_t* parent = malloc(sizeof(int32_t) * (size_t)plan->bcast_code_count);
+  if (!parent) return NULL;
+  for (int32_t c = 0; c < plan->bcast_code_count; c++) parent[c] = c;
+  for (int32_t l = 0; l < plan->bcast_link_count; l++) {
+    int32_t operand = plan->bcast_links[2 * l], bcast = plan->bcast_links[2 * l + 1];
+    int64_t values[2] = {0, 0};
+    bool known = true;
+    for (int32_t k = 0; k < 2 && known; k++) {
+      const stax_vm_dim_code_ref_t* ref =
+          &program->dim_codes[plan->bcast_codes[plan->bcast_links[2 * l + k]]];
+      stax_status_t status = stax_dim_code_eval(program->dim_code_words + ref->first, ref->count,
+                                                ctx->symbols, program->symbols_count, &values[k]);
+      known = status == STAX_OK;
+      stax_status_free(status);
+    }
+    /* An operand that is not 1 is the broadcast's value, and a broadcast that is 1 has only
+     * operands of 1; which dims are 1 is part of the class signature, so either holds for the
+     * whole class. */
+    if (known && (values[0] != 1 || values[1] == 1))
+      parent[class_find(parent, operand)] = class_find(parent, bcast);
+  }
+  for (int32_t c = 0; c < plan->bcast_code_count; c++) parent[c] = class_find(parent, c);
+  return parent;
+}
+
+static int32_t code_entry(const jit_plan* plan, int32_t code) {
+  for (int32_t c = 0; c < plan->bcast_code_count; c++)
+    if (plan->bcast_codes[c] == code) return c;
+  return -1;
+}
+
+/* Whether two registers' lead dims are the same expressions of the model's symbols, or equal
+ * over the class by the broadcasts (bcast_classes). */
+static bool same_lead(const stax_program_t* program, const jit_plan* plan,
+                      const int32_t* bcast_classes, int32_t reg_a, int32_t reg_b, int32_t lead) {
   const stax_vm_descriptor_t* a = &program->descriptors[program->registers[reg_a].descriptor];
   const stax_vm_descriptor_t* b = &program->descriptors[program->registers[reg_b].descriptor];
   for (int32_t d = 0; d < lead; d++) {
@@ -138,13 +255,16 @@ static bool same_lead(const stax_program_t* program, int32_t reg_a, int32_t reg_
       if (x->value != y->value) return false;
     } else if (strcmp(stax_vm_program_string(program, program->dim_codes[x->code].text),
                       stax_vm_program_string(program, program->dim_codes[y->code].text)) != 0) {
-      return false;
+      int32_t ex = bcast_classes ? code_entry(plan, x->code) : -1;
+      int32_t ey = bcast_classes ? code_entry(plan, y->code) : -1;
+      if (ex < 0 || ey < 0 || bcast_classes[ex] != bcast_classes[ey]) return false;
     }
   }
   return true;
 }
 
-bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_group_plan* gp,
+bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_plan* plan,
+                                   const int32_t* bcast_classes, const jit_group_plan* gp,
                                    jit_desc* d) {
   int32_t lead = 0, first = -1;
   for (int32_t v = 0; v < gp->value_count; v++) {
@@ -153,7 +273,8 @@ bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_grou
     if (first < 0) {
       first = v;
       lead = l;
-    } else if (l != lead || !same_lead(program, gp->value_regs[first], gp->value_regs[v], lead)) {
+    } else if (l != lead || !same_lead(program, plan, bcast_classes, gp->value_regs[first],
+                                       gp->value_regs[v], lead)) {
       return false; /* two different row spaces */
     }
   }

@@ -84,6 +84,12 @@ typedef struct jit_plan {
    * Empty for segments without broadcast dims: their classes are as before. */
   int32_t bcast_code_count;
   int32_t* bcast_codes;
+  /* Pairs (operand, broadcast), indices into bcast_codes: the broadcast dim's code has that
+   * operand among its top-level operands. Within a class an operand that is not 1 equals the
+   * broadcast (the signature pins which are 1 and checks the broadcasts), so rows-generic
+   * groups may treat them as one lead (stax_vm_jit_bcast_classes). */
+  int32_t bcast_link_count;
+  int32_t* bcast_links;
 } jit_plan;
 
 /* A version is exact (keyed by the full signature: every dim and stride) or generic (keyed
@@ -219,9 +225,16 @@ bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan
 bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan);
 /* Rewrites group description d (built from live shapes) into a rows-generic one; false
  * when the group has no rows space, two different ones, or lead dims that do not walk as
- * rows (the group is then left to exact versions). */
-bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_group_plan* gp,
+ * rows (the group is then left to exact versions). Leads are one row space when their dims
+ * are the same expressions, or (bcast_classes, may be NULL) equal over the class. */
+bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_plan* plan,
+                                   const int32_t* bcast_classes, const jit_group_plan* gp,
                                    jit_desc* d);
+/* For a segment with broadcast dims: per bcast_codes entry, a class id such that two entries
+ * with the same id are equal on every call of this call's shape class (a broadcast and its
+ * operands that are not 1). NULL when the plan has no broadcast dims or out of memory (then
+ * leads compare by expression only); free() it. */
+int32_t* stax_vm_jit_bcast_classes(const stax_context_t* ctx, const jit_plan* plan);
 /* The fallback for groups that are not rows-generic (attention: a Softmax over an open last
  * axis, a MatMul of two views with open M, N, K): marks the dims and strides of every value
  * that vary over the class, for a symbolic kernel (jit.h), in `values` (the group's, live

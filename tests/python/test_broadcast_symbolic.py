@@ -150,6 +150,35 @@ def test_expand_both_ways(mode, extra):
             check(m, model, feeds_for({"a": (n, 2), "b": (k, 2)}, n + k))
 
 
+def consumers_model():
+    """What consumes a broadcast dim: Reshape to [-1], Transpose and a MatMul of t^T with t
+    (contracting over bcast(N, M)), and a batched MatMul whose batch dims broadcast."""
+    shape = helper.make_tensor("shape", TensorProto.INT64, [1], [-1])
+    nodes = [helper.make_node("Add", ["a", "b"], ["t"], name="add0"),
+             helper.make_node("Reshape", ["t", "shape"], ["r"], name="reshape0"),
+             helper.make_node("Exp", ["r"], ["e"], name="exp0"),
+             helper.make_node("Transpose", ["t"], ["tt"], name="tr0", perm=[1, 0]),
+             helper.make_node("MatMul", ["tt", "t"], ["gram"], name="mm0"),
+             helper.make_node("MatMul", ["x", "w"], ["batched"], name="mm1")]
+    return make_model(nodes, [value("a", ["N", "K"]), value("b", ["M", "K"]),
+                              value("x", ["P", 2, 3]), value("w", ["Q", 3, 4])],
+                      [value("e", None), value("gram", None), value("batched", None)], [shape])
+
+
+@pytest.mark.parametrize("mode,extra", MODES)
+def test_consumers_of_broadcast_dims(mode, extra):
+    model = consumers_model()
+    m = load(model, mode, extra)
+    for _ in range(3):
+        for n, k in [(1, 5), (5, 1), (5, 5), (1, 1)]:
+            check(m, model, feeds_for({"a": (n, 3), "b": (k, 3), "x": (k, 2, 3),
+                                       "w": (n, 3, 4)}, n + k))
+    with pytest.raises(stax.ShapeError) as info:
+        m(**feeds_for({"a": (2, 3), "b": (2, 3), "x": (3, 2, 3), "w": (5, 3, 4)}))
+    assert ("MatMul 'mm1': cannot broadcast input 0 'x' dim 0 (P = 3) with input 1 'w' dim 0 "
+            "(Q = 5)") in str(info.value)
+
+
 @pytest.mark.parametrize("mode,extra", MODES)
 def test_incompatible_dims_are_a_clear_error(mode, extra):
     model = add_model()
@@ -218,3 +247,19 @@ def test_declared_output_dims_keep_the_broadcast():
         for _ in range(3):
             for n, k in [(1, 5), (5, 1), (5, 5)]:
                 check(m, model, feeds_for({"a": (n,), "b": (k,)}))
+
+
+def test_distinct_dim_params_equal_in_practice():
+    """Exporters often name one dim twice (input_ids[batch, seq], mask[batch_size, sequence]).
+    Calls where the two are equal share one class version, whatever the value (a, b and the
+    output are one row space there); only equal dims of 1 get a second one."""
+    model = make_model([helper.make_node("Add", ["a", "b"], ["t"], name="add0"),
+                        helper.make_node("Relu", ["t"], ["y"], name="relu0")],
+                       [value("a", ["B1", 8]), value("b", ["B2", 8])], [value("y", None)])
+    m = load(model, "sync", {})
+    batches = [2, 4, 8, 3, 1, 2, 1]
+    for b in batches:
+        check(m, model, feeds_for({"a": (b, 8), "b": (b, 8)}, b))
+    stats = m.stats
+    assert stats["generic_versions"] == 2
+    assert stats["calls"] == {"compiled": len(batches), "partial": 0, "interpreted": 0}
