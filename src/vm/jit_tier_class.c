@@ -155,9 +155,9 @@ static bool plan_bcast_links(const stax_program_t* program, jit_plan* plan) {
     if (ref->count < 1 || words[ref->count - 1].op != STAX_DIM_CODE_BCAST) continue;
     int32_t* start = malloc(sizeof(int32_t) * (size_t)ref->count);
     int32_t* stack = malloc(sizeof(int32_t) * (size_t)ref->count);
-    bool ok = start && stack;
+    bool ok = start && stack, wellformed = true;
     int32_t depth = 0;
-    for (int32_t w = 0; ok && w < ref->count; w++) {
+    for (int32_t w = 0; ok && wellformed && w < ref->count; w++) {
       if (words[w].op == STAX_DIM_CODE_CONST || words[w].op == STAX_DIM_CODE_SYMBOL) {
         start[w] = w;
         stack[depth++] = w;
@@ -166,10 +166,11 @@ static bool plan_bcast_links(const stax_program_t* program, jit_plan* plan) {
         start[w] = start[stack[depth - 1]];
         stack[depth - 1] = w;
       } else {
-        break; /* malformed (the verifier rejects it): no links */
+        wellformed = false; /* the verifier rejects such code; no links then */
       }
     }
-    if (ok && depth == 1) ok = add_links(program, plan, c, words, start, ref->count - 1, &capacity);
+    if (ok && wellformed && depth == 1)
+      ok = add_links(program, plan, c, words, start, ref->count - 1, &capacity);
     free(start);
     free(stack);
     if (!start || !stack || !ok) return false;
@@ -203,7 +204,10 @@ bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan)
 }
 
 static int32_t class_find(int32_t* parent, int32_t x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]]; /* path halving */
+    x = parent[x];
+  }
   return x;
 }
 

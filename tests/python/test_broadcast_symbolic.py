@@ -263,3 +263,28 @@ def test_distinct_dim_params_equal_in_practice():
     stats = m.stats
     assert stats["generic_versions"] == 2
     assert stats["calls"] == {"compiled": len(batches), "partial": 0, "interpreted": 0}
+
+
+def test_cli_dis_and_run(stax_bin, tmp_path):
+    """`stax dis` prints the broadcast dim; `stax compile` + `stax run` of the program file
+    broadcast at run time."""
+    import subprocess
+    model = add_model()
+    path = tmp_path / "add.onnx"
+    path.write_bytes(model.SerializeToString())
+    dis = subprocess.run([stax_bin, "dis", str(path)], capture_output=True, text=True)
+    assert dis.returncode == 0, dis.stderr
+    assert '"y": float32[bcast(N, M)]' in dis.stdout
+    program = tmp_path / "add.stax"
+    compiled = subprocess.run([stax_bin, "compile", str(path), "-o", str(program)],
+                              capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    feeds = feeds_for({"a": (1,), "b": (5,)})
+    args = [stax_bin, "run", str(program), "-o", str(tmp_path / "out")]
+    for name, array in feeds.items():
+        np.save(tmp_path / f"{name}.npy", array)
+        args += ["-i", f"{name}={tmp_path / (name + '.npy')}"]
+    ran = subprocess.run(args, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "y.npy"), reference(model, feeds)["y"],
+                               rtol=1e-6)
