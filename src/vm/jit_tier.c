@@ -55,6 +55,7 @@ static void jit_plan_free(jit_plan* plan) {
   free(plan->ext_leads);
   free(plan->bcast_codes);
   free(plan->bcast_links);
+  free(plan->bcast_pinned);
   free(plan->alloc_words);
   free(plan->alloc_group);
   free(plan->free_regs);

@@ -64,6 +64,7 @@ bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan
    * segment and reports it. */
   const stax_program_t* program = ctx->program;
   for (int32_t c = 0; c < plan->bcast_code_count; c++) {
+    if (!plan->bcast_pinned[c]) continue;
     const stax_vm_dim_code_ref_t* ref = &program->dim_codes[plan->bcast_codes[c]];
     int64_t value = 0;
     stax_status_t status = stax_dim_code_eval(program->dim_code_words + ref->first, ref->count,
@@ -183,6 +184,7 @@ bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan)
   plan->bcast_codes = NULL;
   plan->bcast_link_count = 0;
   plan->bcast_links = NULL;
+  plan->bcast_pinned = NULL;
   size_t capacity = (size_t)plan->ext_count;
   for (int32_t g = 0; g < plan->group_count; g++) capacity += (size_t)plan->groups[g].value_count;
   int32_t* codes = calloc(capacity * STAX_MAX_RANK + 1, sizeof(int32_t));
@@ -200,7 +202,16 @@ bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan)
   }
   plan->bcast_codes = codes;
   plan->bcast_code_count = count;
-  return plan_bcast_links(program, plan);
+  if (!plan_bcast_links(program, plan)) return false;
+  /* Only these dims being 1 changes which values broadcast against which: two values whose
+   * dims are one expression are 1 together, and two different expressions at one position of
+   * a node's output make a broadcast of them (else they were unified into one). */
+  plan->bcast_pinned = calloc((size_t)(count > 0 ? count : 1), sizeof(bool));
+  if (!plan->bcast_pinned) return false;
+  for (int32_t c = 0; c < count; c++) plan->bcast_pinned[c] = code_has_bcast(program, codes[c]);
+  for (int32_t l = 0; l < plan->bcast_link_count; l++)
+    plan->bcast_pinned[plan->bcast_links[2 * l]] = true;
+  return true;
 }
 
 static int32_t class_find(int32_t* parent, int32_t x) {
@@ -330,16 +341,18 @@ static uint32_t open_strides(const stax_vm_descriptor_t* desc, uint32_t open_dim
 bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_plan* plan,
                                const jit_group_plan* gp, stax_jit_value_t* values) {
   bool any = false;
-  bool ones_fixed = plan->bcast_code_count > 0;
   for (int32_t v = 0; v < gp->value_count; v++) {
     stax_jit_value_t* value = &values[v];
     const stax_vm_descriptor_t* desc =
         &program->descriptors[program->registers[gp->value_regs[v]].descriptor];
     uint32_t dims = 0;
-    for (int32_t k = 0; k < desc->rank && k < value->rank; k++)
-      if (program->dims[desc->dims_first + k].kind != STAX_VM_DIM_CONSTANT &&
-          !(ones_fixed && value->dims[k] == 1))
-        dims |= 1u << k;
+    for (int32_t k = 0; k < desc->rank && k < value->rank; k++) {
+      const stax_vm_dim_t* dim = &program->dims[desc->dims_first + k];
+      if (dim->kind == STAX_VM_DIM_CONSTANT) continue;
+      int32_t entry = value->dims[k] == 1 ? code_entry(plan, dim->code) : -1;
+      if (entry >= 0 && plan->bcast_pinned[entry]) continue; /* 1 over the class: broadcasts */
+      dims |= 1u << k;
+    }
     value->open_dims = dims;
     value->open_strides = value->role == STAX_JIT_VALUE_TEMPORARY ? 0 : open_strides(desc, dims, value);
     any |= dims != 0;

@@ -78,12 +78,14 @@ typedef struct jit_plan {
   jit_group_plan* groups;
   int32_t lowerable_count; /* groups with `lowerable` */
   /* When a value of the segment has a broadcast dim (bcast(N, M), docs/ir.md): the dim codes
-   * of every computed dim of its values (ext inputs and group values), deduplicated. A class
-   * signature evaluates them (which also checks that the broadcasts hold) and records which
-   * are 1, so a class version never runs a kernel compiled for N == M on a call with N == 1.
-   * Empty for segments without broadcast dims: their classes are as before. */
+   * of every computed dim of its values (ext inputs and group values), deduplicated. Those
+   * that take part in a broadcast (contain one, or are a top-level operand of one: pinned) are
+   * evaluated by the class signature (which also checks that the broadcasts hold), and whether
+   * each is 1 is recorded, so a class version never runs a kernel compiled for N == M on a
+   * call with N == 1. Empty for segments without broadcast dims: their classes are as before. */
   int32_t bcast_code_count;
   int32_t* bcast_codes;
+  bool* bcast_pinned;
   /* Pairs (operand, broadcast), indices into bcast_codes: the broadcast dim's code has that
    * operand among its top-level operands. Within a class an operand that is not 1 equals the
    * broadcast (the signature pins which are 1 and checks the broadcasts), so rows-generic
@@ -215,7 +217,7 @@ bool stax_vm_jit_input_header(const stax_context_t* ctx, int32_t reg, int64_t* o
 int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg);
 /* The class signature of the live inputs (JIT_CLASS_MARK, then per input its header, its
  * fixed dims, -1 for open ones, and its layout; then, for segments with broadcast dims, one
- * word per plan->bcast_codes saying whether that dim is 1); false when no input has an open
+ * word per pinned plan->bcast_codes entry saying whether that dim is 1); false when no input has an open
  * dim, an input is empty or misaligned, or a broadcast dim does not evaluate (the interpreter
  * then reports it). sig needs 1 + ext_count * JIT_SIG_WORDS_PER_INPUT + bcast_code_count
  * words. */
@@ -238,8 +240,8 @@ int32_t* stax_vm_jit_bcast_classes(const stax_context_t* ctx, const jit_plan* pl
 /* The fallback for groups that are not rows-generic (attention: a Softmax over an open last
  * axis, a MatMul of two views with open M, N, K): marks the dims and strides of every value
  * that vary over the class, for a symbolic kernel (jit.h), in `values` (the group's, live
- * shapes). In a segment with broadcast dims a computed dim that is 1 stays fixed (the class
- * signature pins which dims are 1), so it broadcasts. False when nothing is open. */
+ * shapes). In a segment with broadcast dims a pinned dim (jit_plan) that is 1 stays fixed (the
+ * class signature records which are 1), so it broadcasts. False when nothing is open. */
 bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_plan* plan,
                                const jit_group_plan* gp, stax_jit_value_t* values);
 

@@ -288,3 +288,18 @@ def test_cli_dis_and_run(stax_bin, tmp_path):
     assert ran.returncode == 0, ran.stderr
     np.testing.assert_allclose(np.load(tmp_path / "out" / "y.npy"), reference(model, feeds)["y"],
                                rtol=1e-6)
+
+
+def test_dims_outside_broadcasts_do_not_split_classes():
+    """Only dims that take part in a broadcast (N, M, bcast(N, M)) have their ones recorded in
+    the class: K = 1 is no new class."""
+    model = make_model([helper.make_node("Add", ["a", "b"], ["t"], name="add0"),
+                        helper.make_node("Relu", ["t"], ["y"], name="relu0")],
+                       [value("a", ["N", "K"]), value("b", ["M", "K"])], [value("y", None)])
+    m = load(model, "sync", {})
+    shapes = [(4, 8), (4, 1), (2, 1), (6, 3), (2, 8)]
+    for n, k in shapes:
+        check(m, model, feeds_for({"a": (n, k), "b": (n, k)}, n * 10 + k))
+    stats = m.stats
+    assert stats["generic_versions"] == 1
+    assert stats["calls"] == {"compiled": len(shapes), "partial": 0, "interpreted": 0}
