@@ -91,6 +91,16 @@ const stax_dim_t* stax_dim_ceildiv(stax_shape_ctx_t* ctx, const stax_dim_t* a,
                                    const stax_dim_t* b);
 const stax_dim_t* stax_dim_min(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
 const stax_dim_t* stax_dim_max(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+/* numpy broadcasting of two dims either of which may be 1 at run time: bcast(a, b) is a when
+ * b == 1, b when a == 1, their value when a == b, and any other pair is an error when it is
+ * evaluated. Canonical: bcast(a, a) = a, bcast(a, 1) = a, bcast(bcast(a, b), a) = bcast(a, b)
+ * (operands are flattened, deduplicated and sorted); two different constants other than 1 are
+ * an error at once (SHAPE_MISMATCH). Nothing is simplified from symbol ranges: bcast(N, M) with
+ * N >= 2 always equals N, but only the node still checks M at run time. Printed
+ * "bcast(N, M)". */
+const stax_dim_t* stax_dim_bcast(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b);
+/* True when d contains a bcast node. */
+bool stax_dim_has_bcast(const stax_dim_t* d);
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
@@ -112,7 +122,8 @@ int32_t stax_dim_symbols(const stax_dim_t* d, stax_symbol_id_t* out_ids, int32_t
 
 #define STAX_SYMBOL_UNBOUND INT64_MIN
 /* values[id] is each symbol's value, STAX_SYMBOL_UNBOUND if not bound. Fails (naming the
- * symbol) when one is unbound, on division by zero, or on overflow. */
+ * symbol) when one is unbound, on division by zero, or on overflow; a bcast whose operands do
+ * not broadcast is SHAPE_MISMATCH naming both operands and their values. */
 STAX_MUST_USE stax_status_t stax_dim_eval(const stax_shape_ctx_t* ctx, const stax_dim_t* d,
                                           const int64_t* values, int64_t* out_value);
 
@@ -197,6 +208,7 @@ typedef enum stax_dim_code_op_e {
   STAX_DIM_CODE_CEILDIV,
   STAX_DIM_CODE_MIN,
   STAX_DIM_CODE_MAX,
+  STAX_DIM_CODE_BCAST,    /* pop b, pop a, push bcast(a, b); an incompatible pair fails */
   STAX_DIM_CODE_OP_COUNT
 } stax_dim_code_op_t;
 
@@ -210,7 +222,8 @@ typedef struct stax_dim_code_t {
 int32_t stax_dim_emit_code(const stax_dim_t* d, stax_dim_code_t* out, int32_t capacity);
 /* Evaluates dim code robustly (it may come from a file): a malformed program (stack underflow,
  * leftover values, bad op, symbol id >= symbol_count) is INVALID_ARGUMENT; an unbound symbol,
- * division by zero or overflow is an error naming it. */
+ * division by zero or overflow is an error naming it; a BCAST of two values that do not
+ * broadcast (neither is 1 and they differ) is SHAPE_MISMATCH naming both. */
 STAX_MUST_USE stax_status_t stax_dim_code_eval(const stax_dim_code_t* code, int32_t count,
                                                const int64_t* values, int32_t symbol_count,
                                                int64_t* out_value);

@@ -244,6 +244,7 @@ static uint64_t stax_dim_structural_hash(const stax_dim_t* d) {
     case STAX_DIM_KIND_CEILDIV:
     case STAX_DIM_KIND_MIN:
     case STAX_DIM_KIND_MAX:
+    case STAX_DIM_KIND_BCAST:
       h = stax_hash_combine(h, d->left->hash);
       h = stax_hash_combine(h, d->right->hash);
       break;
@@ -347,6 +348,7 @@ int stax_dim_compare(const stax_dim_t* a, const stax_dim_t* b) {
     case STAX_DIM_KIND_CEILDIV:
     case STAX_DIM_KIND_MIN:
     case STAX_DIM_KIND_MAX:
+    case STAX_DIM_KIND_BCAST:
       c = stax_dim_compare(a->left, b->left);
       return c ? c : stax_dim_compare(a->right, b->right);
     case STAX_DIM_KIND_PRODUCT:
@@ -377,7 +379,7 @@ int stax_dim_monomial_order(const stax_dim_t* a, const stax_dim_t* b) {
 }
 
 bool stax_dim_is_atom(const stax_dim_t* d) {
-  return d->kind >= STAX_DIM_KIND_SYMBOL && d->kind <= STAX_DIM_KIND_MAX;
+  return d->kind >= STAX_DIM_KIND_SYMBOL && d->kind <= STAX_DIM_KIND_BCAST;
 }
 
 /* ---- symbols ----------------------------------------------------------------------------- */

@@ -669,3 +669,81 @@ const stax_dim_t* stax_dim_min(stax_shape_ctx_t* ctx, const stax_dim_t* a, const
 const stax_dim_t* stax_dim_max(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b) {
   return stax_dim_min_max(ctx, a, b, true);
 }
+
+/* ---- broadcasting ------------------------------------------------------------------------ */
+
+/* A bcast chain's operands, at most this many (a node of a graph broadcasts a handful). */
+#define STAX_BCAST_MAX_OPERANDS 64
+
+static bool stax_bcast_collect(stax_shape_ctx_t* ctx, const stax_dim_t* d,
+                               const stax_dim_t** operands, int32_t* count) {
+  for (; d->kind == STAX_DIM_KIND_BCAST; d = d->right) {
+    if (!stax_bcast_collect(ctx, d->left, operands, count)) return false;
+  }
+  if (d->kind == STAX_DIM_KIND_CONST && d->value == 1) return true; /* the identity */
+  for (int32_t i = 0; i < *count; i++) {
+    if (operands[i] == d) return true; /* bcast(a, a) = a */
+  }
+  if (*count == STAX_BCAST_MAX_OPERANDS) {
+    stax_shape_ctx_fail(ctx, STAX_OUT_OF_RANGE, "a broadcast has more than %d distinct dims",
+                        STAX_BCAST_MAX_OPERANDS);
+    return false;
+  }
+  operands[(*count)++] = d;
+  return true;
+}
+
+static int stax_bcast_order(const void* a, const void* b) {
+  return stax_dim_compare(*(const stax_dim_t* const*)a, *(const stax_dim_t* const*)b);
+}
+
+const stax_dim_t* stax_dim_bcast(stax_shape_ctx_t* ctx, const stax_dim_t* a, const stax_dim_t* b) {
+  if (!ctx || !a || !b) return NULL;
+  if (a == b) return a;
+  const stax_dim_t* operands[STAX_BCAST_MAX_OPERANDS];
+  int32_t count = 0;
+  if (!stax_bcast_collect(ctx, a, operands, &count) ||
+      !stax_bcast_collect(ctx, b, operands, &count)) {
+    return NULL;
+  }
+  if (count == 0) return stax_dim_const(ctx, 1);
+  qsort(operands, (size_t)count, sizeof(operands[0]), stax_bcast_order);
+  /* Constants sort first: two of them (neither 1) can never broadcast. */
+  if (count >= 2 && operands[0]->kind == STAX_DIM_KIND_CONST &&
+      operands[1]->kind == STAX_DIM_KIND_CONST) {
+    stax_shape_ctx_fail(ctx, STAX_SHAPE_MISMATCH, "cannot broadcast %lld with %lld",
+                        (long long)operands[0]->value, (long long)operands[1]->value);
+    return NULL;
+  }
+  /* Right-nested from the last operand, so a chain's tail is itself a canonical chain. */
+  const stax_dim_t* chain = operands[count - 1];
+  for (int32_t i = count - 2; i >= 0 && chain; i--) {
+    stax_dim_t prototype = {
+        .kind = STAX_DIM_KIND_BCAST, .degree = 1, .left = operands[i], .right = chain};
+    chain = stax_dim_intern(ctx, &prototype);
+  }
+  return chain;
+}
+
+bool stax_dim_has_bcast(const stax_dim_t* d) {
+  if (!d) return false;
+  switch (d->kind) {
+    case STAX_DIM_KIND_CONST:
+    case STAX_DIM_KIND_SYMBOL:
+      return false;
+    case STAX_DIM_KIND_BCAST:
+      return true;
+    case STAX_DIM_KIND_PRODUCT:
+      for (int32_t i = 0; i < d->count; i++) {
+        if (stax_dim_has_bcast(d->factors[i].atom)) return true;
+      }
+      return false;
+    case STAX_DIM_KIND_SUM:
+      for (int32_t i = 0; i < d->count; i++) {
+        if (stax_dim_has_bcast(d->terms[i].monomial)) return true;
+      }
+      return false;
+    default:
+      return stax_dim_has_bcast(d->left) || stax_dim_has_bcast(d->right);
+  }
+}

@@ -4,7 +4,7 @@
  *
  * Text form (pinned by tests/unit/test_dim.c): terms in canonical order (higher degree first),
  * constant last, joined by " + " / " - "; coefficients as "3*B*S"; powers as "S^2"; atoms as
- * "floor(N/D)", "ceil(N/D)", "min(A, B)", "max(A, B)", with a sum numerator or a sum/product
+ * "floor(N/D)", "ceil(N/D)", "min(A, B)", "max(A, B)", "bcast(A, B, C)", with a sum numerator or a sum/product
  * divisor in parentheses. Examples: "3*B*S + 1", "2*B - S - 4", "floor((H + 1)/2) + 1".
  * Division by a constant is always shown as floor (see dim_algebra.c). */
 #include <stdarg.h>
@@ -125,6 +125,17 @@ static stax_interval_t stax_dim_interval(const stax_shape_ctx_t* ctx, const stax
       }
       return (stax_interval_t){a.low > b.low ? a.low : b.low, a.high > b.high ? a.high : b.high};
     }
+    case STAX_DIM_KIND_BCAST: {
+      /* The value is one of the operands (when it evaluates at all), and an operand that is
+       * at least 2 is the value: the other is 1 or equal to it. */
+      stax_interval_t a = stax_dim_interval(ctx, d->left), b = stax_dim_interval(ctx, d->right);
+      if (a.low >= 2 && b.low >= 2) {
+        return (stax_interval_t){a.low > b.low ? a.low : b.low, a.high < b.high ? a.high : b.high};
+      }
+      if (a.low >= 2) return a;
+      if (b.low >= 2) return b;
+      return (stax_interval_t){a.low < b.low ? a.low : b.low, a.high > b.high ? a.high : b.high};
+    }
     case STAX_DIM_KIND_PRODUCT: {
       stax_interval_t r = {1, 1};
       for (int32_t i = 0; i < d->count; i++) {
@@ -226,6 +237,16 @@ static void stax_print_dim(stax_writer_t* w, const stax_shape_ctx_t* ctx, const 
                              d->right->kind == STAX_DIM_KIND_PRODUCT);
       stax_writer_printf(w, ")");
       return;
+    case STAX_DIM_KIND_BCAST:
+      /* A chain prints flat: bcast(A, B, C). */
+      stax_writer_printf(w, "bcast(");
+      for (; d->kind == STAX_DIM_KIND_BCAST; d = d->right) {
+        stax_print_dim(w, ctx, d->left);
+        stax_writer_printf(w, ", ");
+      }
+      stax_print_dim(w, ctx, d);
+      stax_writer_printf(w, ")");
+      return;
     case STAX_DIM_KIND_MIN:
     case STAX_DIM_KIND_MAX:
       stax_writer_printf(w, d->kind == STAX_DIM_KIND_MIN ? "min(" : "max(");
@@ -325,6 +346,21 @@ static stax_status_t stax_eval(const stax_shape_ctx_t* ctx, const stax_dim_t* d,
         return stax_eval_overflow(ctx, d);
       }
       return STAX_OK;
+    case STAX_DIM_KIND_BCAST:
+      STAX_RETURN_IF_ERROR(stax_eval(ctx, d->left, values, &a));
+      STAX_RETURN_IF_ERROR(stax_eval(ctx, d->right, values, &b));
+      if (a == b || b == 1) {
+        *out_value = a;
+      } else if (a == 1) {
+        *out_value = b;
+      } else {
+        char left[256], right[256];
+        (void)stax_dim_print(ctx, d->left, left, sizeof(left));
+        (void)stax_dim_print(ctx, d->right, right, sizeof(right));
+        return stax_status_make(STAX_SHAPE_MISMATCH, "cannot broadcast %s = %lld with %s = %lld",
+                                left, (long long)a, right, (long long)b);
+      }
+      return STAX_OK;
     case STAX_DIM_KIND_PRODUCT:
       a = 1;
       for (int32_t i = 0; i < d->count; i++) {
@@ -383,9 +419,11 @@ static void stax_code_emit(stax_code_writer_t* w, const stax_dim_t* d) {
     case STAX_DIM_KIND_FLOORDIV:
     case STAX_DIM_KIND_CEILDIV:
     case STAX_DIM_KIND_MIN:
-    case STAX_DIM_KIND_MAX: {
+    case STAX_DIM_KIND_MAX:
+    case STAX_DIM_KIND_BCAST: {
       static const stax_dim_code_op_t ops[] = {STAX_DIM_CODE_FLOORDIV, STAX_DIM_CODE_CEILDIV,
-                                               STAX_DIM_CODE_MIN, STAX_DIM_CODE_MAX};
+                                               STAX_DIM_CODE_MIN, STAX_DIM_CODE_MAX,
+                                               STAX_DIM_CODE_BCAST};
       stax_code_emit(w, d->left);
       stax_code_emit(w, d->right);
       stax_code_put(w, ops[d->kind - STAX_DIM_KIND_FLOORDIV], 0);
@@ -429,7 +467,8 @@ int32_t stax_dim_emit_code(const stax_dim_t* d, stax_dim_code_t* out, int32_t ca
 #define STAX_DIM_CODE_STACK 64
 
 static const char* const stax_dim_code_op_names[] = {"const", "symbol", "add", "mul",
-                                                      "floordiv", "ceildiv", "min", "max"};
+                                                      "floordiv", "ceildiv", "min", "max",
+                                                      "bcast"};
 
 stax_status_t stax_dim_code_eval(const stax_dim_code_t* code, int32_t count,
                                  const int64_t* values, int32_t symbol_count,
@@ -482,6 +521,13 @@ stax_status_t stax_dim_code_eval(const stax_dim_code_t* code, int32_t count,
       case STAX_DIM_CODE_MUL: ok = stax_i64_mul(a, b, &r); break;
       case STAX_DIM_CODE_MIN: r = a < b ? a : b; break;
       case STAX_DIM_CODE_MAX: r = a > b ? a : b; break;
+      case STAX_DIM_CODE_BCAST:
+        if (a != b && a != 1 && b != 1) {
+          return stax_status_make(STAX_SHAPE_MISMATCH, "cannot broadcast %lld with %lld",
+                                  (long long)a, (long long)b);
+        }
+        r = a == 1 ? b : a;
+        break;
       default:
         if (b == 0) {
           return stax_status_make(STAX_INVALID_ARGUMENT, "division by zero in dim code entry %d",

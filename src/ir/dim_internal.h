@@ -8,6 +8,11 @@
  *   SYMBOL             a named symbol (value = its id);
  *   FLOORDIV, CEILDIV,
  *   MIN, MAX           an opaque nonlinear "atom" over two canonical operands;
+ *   BCAST              numpy broadcasting of dims that may be 1 at run time (an atom too):
+ *                      left is an operand that is neither BCAST nor the constant 1, right is
+ *                      the next operand or a BCAST chain of the rest; the operands of a chain
+ *                      are distinct and sorted by stax_dim_compare, so bcast is commutative,
+ *                      associative and idempotent by construction (dim_algebra.c);
  *   PRODUCT            a monomial: >= 2 factors, or one factor with exponent >= 2, each factor an
  *                      atom (SYMBOL or one of the four above) with a positive exponent, sorted by
  *                      stax_dim_compare and never repeated;
@@ -30,6 +35,7 @@ typedef enum stax_dim_kind_e {
   STAX_DIM_KIND_CEILDIV,
   STAX_DIM_KIND_MIN,
   STAX_DIM_KIND_MAX,
+  STAX_DIM_KIND_BCAST,
   STAX_DIM_KIND_PRODUCT,
   STAX_DIM_KIND_SUM,
 } stax_dim_kind_t;
@@ -50,8 +56,10 @@ struct stax_dim_s {
   int32_t degree; /* as a monomial: 0 for CONST, 1 for atoms, sum of exponents for PRODUCT */
   uint64_t hash;  /* structural, from the children's hashes: stable across runs */
   int64_t value;  /* CONST: the value; SYMBOL: the id; SUM: the constant term */
-  const stax_dim_t* left;  /* FLOORDIV/CEILDIV: numerator; MIN/MAX: the smaller operand */
-  const stax_dim_t* right; /* FLOORDIV/CEILDIV: divisor;   MIN/MAX: the larger operand */
+  const stax_dim_t* left;  /* FLOORDIV/CEILDIV: numerator; MIN/MAX: the smaller operand;
+                              BCAST: the first operand */
+  const stax_dim_t* right; /* FLOORDIV/CEILDIV: divisor;   MIN/MAX: the larger operand;
+                              BCAST: the second operand or the chain of the rest */
   const stax_dim_factor_t* factors; /* PRODUCT */
   const stax_dim_term_t* terms;     /* SUM */
   /* Mutable bookkeeping; nodes live in the context's arena and are never const there. */

@@ -101,7 +101,8 @@ static const stax_dim_t* stax_dim_substitute(stax_shape_ctx_t* ctx, const stax_d
     case STAX_DIM_KIND_FLOORDIV:
     case STAX_DIM_KIND_CEILDIV:
     case STAX_DIM_KIND_MIN:
-    case STAX_DIM_KIND_MAX: {
+    case STAX_DIM_KIND_MAX:
+    case STAX_DIM_KIND_BCAST: {
       const stax_dim_t* left = stax_dim_substitute(ctx, d->left);
       const stax_dim_t* right = left ? stax_dim_substitute(ctx, d->right) : NULL;
       if (!right) return NULL;
@@ -110,6 +111,7 @@ static const stax_dim_t* stax_dim_substitute(stax_shape_ctx_t* ctx, const stax_d
         case STAX_DIM_KIND_FLOORDIV: return stax_dim_floordiv(ctx, left, right);
         case STAX_DIM_KIND_CEILDIV: return stax_dim_ceildiv(ctx, left, right);
         case STAX_DIM_KIND_MIN: return stax_dim_min(ctx, left, right);
+        case STAX_DIM_KIND_BCAST: return stax_dim_bcast(ctx, left, right);
         default: return stax_dim_max(ctx, left, right);
       }
     }
@@ -301,12 +303,56 @@ static stax_status_t stax_record_origin(stax_shape_ctx_t* ctx, const stax_dim_t*
 
 static stax_status_t stax_dim_unify_marked(stax_shape_ctx_t* ctx, const stax_dim_t* a,
                                            const char* origin_a, const stax_dim_t* b,
+                                           const char* origin_b);
+
+/* An equality between a broadcast dim and anything else would have to be checked at run time
+ * against the value the broadcast picks (bcast(N, M) == K holds for N == 1, M == K but not for
+ * M == 1, N != K), and nothing checks equalities between computed dims. So such an equality
+ * falls back to the plain assumption: every broadcast in either side has equal operands
+ * (N == M), which the input guards do check, and the broadcast then resolves to its operand. */
+static stax_status_t stax_unify_collapse_bcast(stax_shape_ctx_t* ctx, const stax_dim_t* d) {
+  switch (d->kind) {
+    case STAX_DIM_KIND_CONST:
+    case STAX_DIM_KIND_SYMBOL:
+      return STAX_OK;
+    case STAX_DIM_KIND_BCAST:
+      for (const stax_dim_t* link = d; link->kind == STAX_DIM_KIND_BCAST; link = link->right) {
+        const stax_dim_t* next =
+            link->right->kind == STAX_DIM_KIND_BCAST ? link->right->left : link->right;
+        STAX_RETURN_IF_ERROR(stax_dim_unify_marked(ctx, link->left, NULL, next, NULL));
+      }
+      return STAX_OK;
+    case STAX_DIM_KIND_PRODUCT:
+      for (int32_t i = 0; i < d->count; i++) {
+        STAX_RETURN_IF_ERROR(stax_unify_collapse_bcast(ctx, d->factors[i].atom));
+      }
+      return STAX_OK;
+    case STAX_DIM_KIND_SUM:
+      for (int32_t i = 0; i < d->count; i++) {
+        STAX_RETURN_IF_ERROR(stax_unify_collapse_bcast(ctx, d->terms[i].monomial));
+      }
+      return STAX_OK;
+    default:
+      STAX_RETURN_IF_ERROR(stax_unify_collapse_bcast(ctx, d->left));
+      return stax_unify_collapse_bcast(ctx, d->right);
+  }
+}
+
+static stax_status_t stax_dim_unify_marked(stax_shape_ctx_t* ctx, const stax_dim_t* a,
+                                           const char* origin_a, const stax_dim_t* b,
                                            const char* origin_b) {
   STAX_RETURN_IF_ERROR(stax_record_origin(ctx, a, origin_a));
   STAX_RETURN_IF_ERROR(stax_record_origin(ctx, b, origin_b));
   stax_unify_side_t side_a = {a, origin_a ? origin_a : a->origin, NULL};
   stax_unify_side_t side_b = {b, origin_b ? origin_b : b->origin, NULL};
   if (stax_dim_find(ctx, a) == stax_dim_find(ctx, b)) return STAX_OK;
+  if (stax_dim_has_bcast(a) || stax_dim_has_bcast(b)) {
+    const stax_dim_t* ra = stax_dim_resolve(ctx, a);
+    const stax_dim_t* rb = ra ? stax_dim_resolve(ctx, b) : NULL;
+    if (!rb) return stax_shape_ctx_take_error(ctx);
+    STAX_RETURN_IF_ERROR(stax_unify_collapse_bcast(ctx, ra));
+    STAX_RETURN_IF_ERROR(stax_unify_collapse_bcast(ctx, rb));
+  }
   side_a.resolved = stax_dim_resolve(ctx, a);
   side_b.resolved = side_a.resolved ? stax_dim_resolve(ctx, b) : NULL;
   if (!side_b.resolved) return stax_shape_ctx_take_error(ctx);

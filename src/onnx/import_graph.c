@@ -395,7 +395,11 @@ static stax_status_t stax_onnx_declare(stax_onnx_scope_t* scope, stax_value_id_t
   }
   const stax_dim_t* const* inferred = stax_value_dims(graph, value);
   for (int32_t d = 0; d < rank; d++) {
-    if (unknown[d]) dims[d] = inferred[d];
+    /* A broadcast dim (bcast(N, M), docs/ir.md) is left as inferred: exporters name output
+     * dims freely ("N", "unk__3"), and an equality with a broadcast falls back to N == M,
+     * which would reject the very calls that broadcast (ONNX Runtime does not check these
+     * declarations either). */
+    if (unknown[d] || stax_dim_has_bcast(inferred[d])) dims[d] = inferred[d];
   }
   STAX_RETURN_IF_ERROR(stax_graph_declare_shape(graph, value, dtype, rank, dims), "%s", what);
   return STAX_OK;

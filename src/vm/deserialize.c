@@ -294,11 +294,11 @@ static stax_status_t stax_vm_check_header(const uint8_t* data, size_t size,
                             "%d bytes)",
                             size, STAX_VM_FILE_HEADER_SIZE);
   uint32_t version = (uint32_t)stax_vm_decode_le(data + 8, 4);
-  if (version != STAX_VM_FILE_VERSION)
+  if (version < STAX_VM_FILE_OLDEST_VERSION || version > STAX_VM_FILE_VERSION)
     return stax_status_make(STAX_PARSE_ERROR,
                             "program file format version %u is not supported (this build reads "
-                            "version %u)",
-                            version, STAX_VM_FILE_VERSION);
+                            "versions %u to %u); compile the model again",
+                            version, STAX_VM_FILE_OLDEST_VERSION, STAX_VM_FILE_VERSION);
   uint32_t order = (uint32_t)stax_vm_decode_le(data + 12, 4);
   if (order != STAX_VM_FILE_BYTE_ORDER)
     return stax_status_make(STAX_PARSE_ERROR,
@@ -306,13 +306,13 @@ static stax_status_t stax_vm_check_header(const uint8_t* data, size_t size,
                             "written little-endian by stax",
                             order, STAX_VM_FILE_BYTE_ORDER);
   uint64_t fingerprint = stax_vm_decode_le(data + 16, 8);
-  if (fingerprint != stax_vm_isa_fingerprint())
+  if (fingerprint != stax_vm_isa_fingerprint_for(version))
     return stax_status_make(STAX_PARSE_ERROR,
                             "program file was saved by a stax build with a different instruction "
                             "set (fingerprint %016llx, this build %016llx); compile the model "
                             "again",
                             (unsigned long long)fingerprint,
-                            (unsigned long long)stax_vm_isa_fingerprint());
+                            (unsigned long long)stax_vm_isa_fingerprint_for(version));
   uint64_t declared = stax_vm_decode_le(data + 24, 8);
   size_t present = size - STAX_VM_FILE_HEADER_SIZE;
   if (present > declared)

@@ -171,13 +171,89 @@ stax_status_t stax_vm_exec_store_tensor(stax_context_t* ctx, const int32_t* ins)
   return STAX_OK;
 }
 
+/* "N = 3" for a dim the model computes, "3" for a constant one. */
+static void stax_vm_input_dim_text(const stax_context_t* ctx, int32_t reg, int32_t d,
+                                   int64_t value, char* buf, size_t size) {
+  const stax_program_t* program = ctx->program;
+  const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  if (d < desc->rank && program->dims[desc->dims_first + d].kind == STAX_VM_DIM_CODE) {
+    const stax_vm_dim_code_ref_t* ref = &program->dim_codes[program->dims[desc->dims_first + d].code];
+    snprintf(buf, size, "%s = %lld", stax_vm_program_string(program, ref->text), (long long)value);
+  } else {
+    snprintf(buf, size, "%lld", (long long)value);
+  }
+}
+
+/* A broadcast dim of an output (bcast(N, M), docs/ir.md) fails to evaluate when the inputs
+ * do not broadcast at run time. The dim code only knows the two values; the node's live
+ * inputs say which inputs they came from, so the message is reworded from them: "Add 'add0':
+ * cannot broadcast input 0 'a' dim 0 (N = 3) with input 1 'b' dim 0 (M = 5)". Only an output
+ * dim whose code broadcasts and fails is explained, from the input dims aligned with it (right
+ * to left, as numpy and MatMul's batch dims align); anything else returns `status` as is. */
+static stax_status_t stax_vm_broadcast_fault(const stax_context_t* ctx, const int32_t* ins,
+                                             int32_t descriptor, stax_status_t status) {
+  const stax_program_t* program = ctx->program;
+  if (stax_status_code(status) != STAX_SHAPE_MISMATCH) return status;
+  int32_t node_index = program->instructions[STAX_VM_CODE_INDEX(ins)].node;
+  if (node_index < 0 || node_index >= program->nodes_count) return status;
+  const stax_vm_node_t* node = &program->nodes[node_index];
+  const stax_vm_descriptor_t* desc = &program->descriptors[descriptor];
+  for (int32_t position = 0; position < desc->rank; position++) {
+    const stax_vm_dim_t* dim = &program->dims[desc->dims_first + position];
+    if (dim->kind != STAX_VM_DIM_CODE) continue;
+    const stax_vm_dim_code_ref_t* ref = &program->dim_codes[dim->code];
+    bool broadcasts = false;
+    for (int32_t w = 0; w < ref->count && !broadcasts; w++)
+      broadcasts = program->dim_code_words[ref->first + w].op == STAX_DIM_CODE_BCAST;
+    int64_t value = 0;
+    stax_status_t failed =
+        broadcasts ? stax_dim_code_eval(program->dim_code_words + ref->first, ref->count,
+                                        ctx->symbols, program->symbols_count, &value)
+                   : STAX_OK;
+    if (failed == STAX_OK) continue;
+    stax_status_free(failed);
+    int32_t first = -1, first_axis = -1;
+    int64_t first_value = 1;
+    for (int32_t k = 0; k < node->input_count; k++) {
+      int32_t reg = program->node_registers[node->inputs_first + k];
+      const stax_tensor_t* t = reg >= 0 ? ctx->registers[reg] : NULL;
+      int32_t axis = t ? position - (desc->rank - t->rank) : -1;
+      if (axis < 0 || t->dims[axis] == 1) continue;
+      if (first < 0) {
+        first = k;
+        first_axis = axis;
+        first_value = t->dims[axis];
+        continue;
+      }
+      if (t->dims[axis] == first_value) continue;
+      int32_t first_reg = program->node_registers[node->inputs_first + first];
+      char a[320], b[320];
+      stax_vm_input_dim_text(ctx, first_reg, first_axis, first_value, a, sizeof(a));
+      stax_vm_input_dim_text(ctx, reg, axis, t->dims[axis], b, sizeof(b));
+      stax_status_t reworded = stax_status_make(
+          STAX_SHAPE_MISMATCH, "%s '%s': cannot broadcast input %d '%s' dim %d (%s) with input %d "
+          "'%s' dim %d (%s)",
+          stax_op_name((stax_op_t)node->op), stax_vm_program_string(program, node->name), first,
+          stax_vm_register_name(program, first_reg), first_axis, a, k,
+          stax_vm_register_name(program, reg), axis, b);
+      stax_status_free(status);
+      return reworded;
+    }
+  }
+  return status;
+}
+
 stax_status_t stax_vm_exec_alloc(stax_context_t* ctx, const int32_t* ins, bool pooled) {
   const stax_program_t* program = ctx->program;
   int32_t reg = STAX_VM_OPERAND(ins, 0), descriptor = STAX_VM_OPERAND(ins, 1);
   const stax_vm_descriptor_t* desc = &program->descriptors[descriptor];
   int64_t dims[STAX_MAX_RANK];
-  STAX_RETURN_IF_ERROR(stax_vm_descriptor_dims(ctx, descriptor, dims), "allocating register %d '%s'",
-                       reg, stax_vm_register_name(program, reg));
+  stax_status_t dims_status = stax_vm_descriptor_dims(ctx, descriptor, dims);
+  if (dims_status) {
+    return stax_status_annotate(stax_vm_broadcast_fault(ctx, ins, descriptor, dims_status),
+                                "allocating register %d '%s'", reg,
+                                stax_vm_register_name(program, reg));
+  }
   stax_tensor_t* tensor = NULL;
   stax_dtype_t dtype = (stax_dtype_t)desc->dtype;
   if (!pooled) {

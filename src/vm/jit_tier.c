@@ -53,6 +53,9 @@ static void jit_plan_free(jit_plan* plan) {
   free(plan->groups);
   free(plan->ext_regs);
   free(plan->ext_leads);
+  free(plan->bcast_codes);
+  free(plan->bcast_links);
+  free(plan->bcast_pinned);
   free(plan->alloc_words);
   free(plan->alloc_group);
   free(plan->free_regs);
@@ -256,6 +259,7 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
   if (!plan->ext_leads) goto oom;
   for (int32_t e = 0; e < plan->ext_count; e++)
     plan->ext_leads[e] = stax_vm_jit_register_lead(program, plan->ext_regs[e]);
+  if (!stax_vm_jit_plan_bcast_codes(program, plan)) goto oom;
   /* Post instructions run after the group of the last compute before them (so a view runs
    * once its source is materialized and before any group that reads it); stores and views
    * after the last compute run at the end. */
@@ -603,6 +607,7 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
   if (!descs) return stax_status_make(STAX_OUT_OF_MEMORY, "jit: group descriptions");
   stax_status_t status = STAX_OK;
   int32_t layout_count = 0;
+  int32_t* bcast_classes = NULL;
   jit_layout* layouts = calloc((size_t)(plan->post_count > 0 ? plan->post_count : 1), sizeof(jit_layout));
   if (!layouts) {
     free(descs);
@@ -610,6 +615,7 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
   }
   status = jit_view_layouts(ctx, plan, layouts, &layout_count);
   if (status) goto fail;
+  bcast_classes = generic ? stax_vm_jit_bcast_classes(ctx, plan) : NULL;
   for (int32_t g = 0; g < plan->group_count; g++) {
     const jit_group_plan* gp = &plan->groups[g];
     jit_desc* d = &descs[g];
@@ -701,12 +707,12 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
           goto fail;
         }
         memcpy(alternative, d->values, sizeof(stax_jit_value_t) * (size_t)gp->value_count);
-        if (!stax_vm_jit_make_symbolic(program, gp, alternative)) {
+        if (!stax_vm_jit_make_symbolic(program, plan, gp, alternative)) {
           free(alternative);
           alternative = NULL;
         }
       }
-      if (stax_vm_jit_make_rows_generic(program, gp, d)) {
+      if (stax_vm_jit_make_rows_generic(program, plan, bcast_classes, gp, d)) {
         d->symbolic_values = alternative;
       } else if (alternative) {
         memcpy(d->values, alternative, sizeof(stax_jit_value_t) * (size_t)gp->value_count);
@@ -718,10 +724,12 @@ static stax_status_t jit_describe(const stax_context_t* ctx, int32_t s, const ji
     }
   }
   free(layouts);
+  free(bcast_classes);
   *out_descs = descs;
   return STAX_OK;
 fail:
   free(layouts);
+  free(bcast_classes);
   jit_desc_free(descs, plan->group_count);
   return status;
 }
@@ -1465,8 +1473,8 @@ stax_status_t stax_vm_jit_segment_guard(stax_context_t* ctx, int32_t s, bool* ou
   int32_t need = cache->max_ext * JIT_SIG_WORDS_PER_INPUT;
   if (!plan || plan->state != PLAN_OK ||
       !jit_grow((void**)&frame->sig, &frame->sig_capacity, need > 0 ? need : 1, sizeof(int64_t)) ||
-      !jit_grow((void**)&frame->class_sig, &frame->class_sig_capacity, need + 1,
-                sizeof(int64_t))) {
+      !jit_grow((void**)&frame->class_sig, &frame->class_sig_capacity,
+                need + 1 + plan->bcast_code_count, sizeof(int64_t))) {
     seg->stats.misses++;
     pthread_mutex_unlock(&cache->lock);
     return STAX_OK;

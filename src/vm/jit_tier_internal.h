@@ -77,6 +77,21 @@ typedef struct jit_plan {
   int32_t group_count;
   jit_group_plan* groups;
   int32_t lowerable_count; /* groups with `lowerable` */
+  /* When a value of the segment has a broadcast dim (bcast(N, M), docs/ir.md): the dim codes
+   * of every computed dim of its values (ext inputs and group values), deduplicated. Those
+   * that take part in a broadcast (contain one, or are a top-level operand of one: pinned) are
+   * evaluated by the class signature (which also checks that the broadcasts hold), and whether
+   * each is 1 is recorded, so a class version never runs a kernel compiled for N == M on a
+   * call with N == 1. Empty for segments without broadcast dims: their classes are as before. */
+  int32_t bcast_code_count;
+  int32_t* bcast_codes;
+  bool* bcast_pinned;
+  /* Pairs (operand, broadcast), indices into bcast_codes: the broadcast dim's code has that
+   * operand among its top-level operands. Within a class an operand that is not 1 equals the
+   * broadcast (the signature pins which are 1 and checks the broadcasts), so rows-generic
+   * groups may treat them as one lead (stax_vm_jit_bcast_classes). */
+  int32_t bcast_link_count;
+  int32_t* bcast_links;
 } jit_plan;
 
 /* A version is exact (keyed by the full signature: every dim and stride) or generic (keyed
@@ -204,21 +219,34 @@ bool stax_vm_jit_input_header(const stax_context_t* ctx, int32_t reg, int64_t* o
 /* 1 + the index of the register's last dim that is not a model constant (0: all fixed). */
 int32_t stax_vm_jit_register_lead(const stax_program_t* program, int32_t reg);
 /* The class signature of the live inputs (JIT_CLASS_MARK, then per input its header, its
- * fixed dims, -1 for open ones, and its layout); false when no input has an open dim or an
- * input is empty or misaligned. sig needs 1 + ext_count * JIT_SIG_WORDS_PER_INPUT words. */
+ * fixed dims, -1 for open ones, and its layout; then, for segments with broadcast dims, one
+ * word per pinned plan->bcast_codes entry saying whether that dim is 1); false when no input has an open
+ * dim, an input is empty or misaligned, or a broadcast dim does not evaluate (the interpreter
+ * then reports it). sig needs 1 + ext_count * JIT_SIG_WORDS_PER_INPUT + bcast_code_count
+ * words. */
 bool stax_vm_jit_class_signature(const stax_context_t* ctx, const jit_plan* plan, int64_t* sig,
                                  int32_t* out_count, uint64_t* out_hash);
+/* Fills plan->bcast_codes (see jit_plan); false when out of memory. */
+bool stax_vm_jit_plan_bcast_codes(const stax_program_t* program, jit_plan* plan);
 /* Rewrites group description d (built from live shapes) into a rows-generic one; false
  * when the group has no rows space, two different ones, or lead dims that do not walk as
- * rows (the group is then left to exact versions). */
-bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_group_plan* gp,
+ * rows (the group is then left to exact versions). Leads are one row space when their dims
+ * are the same expressions, or (bcast_classes, may be NULL) equal over the class. */
+bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_plan* plan,
+                                   const int32_t* bcast_classes, const jit_group_plan* gp,
                                    jit_desc* d);
+/* For a segment with broadcast dims: per bcast_codes entry, a class id such that two entries
+ * with the same id are equal on every call of this call's shape class (a broadcast and its
+ * operands that are not 1). NULL when the plan has no broadcast dims or out of memory (then
+ * leads compare by expression only); free() it. */
+int32_t* stax_vm_jit_bcast_classes(const stax_context_t* ctx, const jit_plan* plan);
 /* The fallback for groups that are not rows-generic (attention: a Softmax over an open last
  * axis, a MatMul of two views with open M, N, K): marks the dims and strides of every value
  * that vary over the class, for a symbolic kernel (jit.h), in `values` (the group's, live
- * shapes). False when nothing is open. */
-bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_group_plan* gp,
-                               stax_jit_value_t* values);
+ * shapes). In a segment with broadcast dims a pinned dim (jit_plan) that is 1 stays fixed (the
+ * class signature records which are 1), so it broadcasts. False when nothing is open. */
+bool stax_vm_jit_make_symbolic(const stax_program_t* program, const jit_plan* plan,
+                               const jit_group_plan* gp, stax_jit_value_t* values);
 
 /* The program's cache, created on first use (NULL when out of memory). */
 jit_cache* stax_vm_jit_cache_get(stax_program_t* program);

@@ -401,7 +401,10 @@ void stax_vm_program_measure(stax_program_t* program);
 /* ---- program files (serialize.c writes, deserialize.c reads; docs/vm.md "Program files") -- */
 
 #define STAX_VM_FILE_MAGIC "STAXPROG" /* 8 bytes, no terminator on disk */
-#define STAX_VM_FILE_VERSION 2u /* 2: JIT guards at segment entries */
+/* 2: JIT guards at segment entries; 3: the BCAST dim-code op. Version 2 files still load
+ * (they differ only in not using BCAST), checked against the fingerprint of their version. */
+#define STAX_VM_FILE_VERSION 3u
+#define STAX_VM_FILE_OLDEST_VERSION 2u
 #define STAX_VM_FILE_BYTE_ORDER 0x01020304u /* written little-endian: 04 03 02 01 */
 #define STAX_VM_FILE_HEADER_SIZE 40
 #define STAX_VM_FILE_SECTION_HEADER_SIZE 12 /* u32 tag, u64 body length */
@@ -439,6 +442,8 @@ int32_t stax_vm_file_record_size(const stax_vm_file_table_t* table);
 /* A hash of everything whose numbering a file relies on (opcode names, ops, dtypes, attribute
  * types): a file from a build that numbers them differently is refused, not misread. */
 uint64_t stax_vm_isa_fingerprint(void);
+/* The fingerprint a build of file format `version` (OLDEST..FILE_VERSION) wrote. */
+uint64_t stax_vm_isa_fingerprint_for(uint32_t version);
 /* The checksum of a file: header bytes [0, 32) and the payload. */
 uint64_t stax_vm_file_checksum(const uint8_t* header, const uint8_t* payload, size_t size);
 

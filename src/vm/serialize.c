@@ -208,8 +208,12 @@ static uint64_t stax_vm_hash_text(uint64_t h, const char* text) {
   return stax_hash_bytes(text, strlen(text) + 1, h); /* the terminator separates names */
 }
 
-uint64_t stax_vm_isa_fingerprint(void) {
-  uint64_t h = stax_hash_u64(STAX_VM_FILE_VERSION);
+uint64_t stax_vm_isa_fingerprint(void) { return stax_vm_isa_fingerprint_for(STAX_VM_FILE_VERSION); }
+
+uint64_t stax_vm_isa_fingerprint_for(uint32_t version) {
+  /* Version 2 had every dim-code op but BCAST (the last one). */
+  int32_t dim_code_ops = version >= 3 ? STAX_DIM_CODE_OP_COUNT : STAX_DIM_CODE_BCAST;
+  uint64_t h = stax_hash_u64(version);
   for (int32_t opcode = 0; opcode < STAX_VM_OPCODE_COUNT; opcode++) {
     h = stax_vm_hash_text(h, stax_vm_opcode_name(opcode));
     h = stax_vm_hash_text(h, stax_vm_opcode_format(opcode));
@@ -222,7 +226,7 @@ uint64_t stax_vm_isa_fingerprint(void) {
   }
   for (int32_t type = STAX_ATTR_INT; type <= STAX_ATTR_GRAPH; type++)
     h = stax_vm_hash_text(h, stax_attr_type_name((stax_attr_type_t)type));
-  h = stax_hash_combine(h, STAX_DIM_CODE_OP_COUNT);
+  h = stax_hash_combine(h, (uint64_t)dim_code_ops);
   h = stax_hash_combine(h, STAX_MAX_RANK);
   return h;
 }

@@ -75,6 +75,7 @@ static stax_status_t stax_vm_verify_dim_code(const stax_vm_verifier_t* v, int32_
         break;
       case STAX_DIM_CODE_ADD: case STAX_DIM_CODE_MUL: case STAX_DIM_CODE_FLOORDIV:
       case STAX_DIM_CODE_CEILDIV: case STAX_DIM_CODE_MIN: case STAX_DIM_CODE_MAX:
+      case STAX_DIM_CODE_BCAST:
         if (depth < 2)
           return stax_vm_reject(v, -1, "dim code %d underflows its stack at word %d", index, w);
         depth--;

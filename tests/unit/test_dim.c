@@ -474,6 +474,125 @@ static void test_dim_code(void) {
   stax_shape_ctx_destroy(ctx);
 }
 
+/* bcast(a, b): numpy broadcasting of dims that may be 1 at run time. */
+static void test_bcast(void) {
+  stax_shape_ctx_t* ctx = make_ctx();
+  const stax_dim_t* n = symbol(ctx, "N", 0, STAX_DIM_MAX);
+  const stax_dim_t* m = symbol(ctx, "M", 0, STAX_DIM_MAX);
+  const stax_dim_t* k = symbol(ctx, "K", 2, STAX_DIM_MAX);
+  const stax_dim_t* one = stax_dim_const(ctx, 1);
+  const stax_dim_t* nm = stax_dim_bcast(ctx, n, m);
+  /* simplification */
+  CHECK(stax_dim_bcast(ctx, n, n) == n);
+  CHECK(stax_dim_bcast(ctx, n, one) == n);
+  CHECK(stax_dim_bcast(ctx, one, n) == n);
+  CHECK(stax_dim_bcast(ctx, stax_dim_const(ctx, 4), stax_dim_const(ctx, 4)) == stax_dim_const(ctx, 4));
+  CHECK(stax_dim_bcast(ctx, one, stax_dim_const(ctx, 4)) == stax_dim_const(ctx, 4));
+  CHECK(stax_dim_bcast(ctx, one, one) == one);
+  CHECK(nm == stax_dim_bcast(ctx, m, n)); /* commutative */
+  CHECK(stax_dim_bcast(ctx, nm, n) == nm); /* absorbs its operands */
+  CHECK(stax_dim_bcast(ctx, m, nm) == nm);
+  CHECK(stax_dim_bcast(ctx, nm, nm) == nm);
+  const stax_dim_t* nmk = stax_dim_bcast(ctx, nm, k);
+  CHECK(nmk == stax_dim_bcast(ctx, n, stax_dim_bcast(ctx, k, m))); /* associative */
+  CHECK(nm != n && nm != m && !stax_dim_is_const(nm));
+  CHECK(stax_dim_has_bcast(nm) && !stax_dim_has_bcast(n));
+  CHECK(stax_dim_has_bcast(stax_dim_mul_const(ctx, nm, 2)));
+  /* K >= 2 decides the value (K) but not that N broadcasts with it: no simplification */
+  CHECK(stax_dim_bcast(ctx, n, k) != k);
+  CHECK_EQ_STR(text(ctx, nm), "bcast(N, M)");
+  CHECK_EQ_STR(text(ctx, nmk), "bcast(N, M, K)");
+  CHECK_EQ_STR(text(ctx, stax_dim_add_const(ctx, stax_dim_mul_const(ctx, nm, 2), 1)),
+               "2*bcast(N, M) + 1");
+  /* two constants other than 1 never broadcast */
+  CHECK(stax_dim_bcast(ctx, stax_dim_const(ctx, 3), stax_dim_const(ctx, 5)) == NULL);
+  CHECK_ERROR(stax_shape_ctx_take_error(ctx), STAX_SHAPE_MISMATCH, "cannot broadcast 3 with 5");
+  CHECK(stax_dim_bcast(ctx, NULL, n) == NULL);
+  CHECK_OK(stax_shape_ctx_take_error(ctx));
+  /* bounds: an operand >= 2 is the value */
+  int64_t low = 0, high = 0;
+  stax_dim_bounds(ctx, stax_dim_bcast(ctx, n, k), &low, &high);
+  CHECK_EQ_INT(low, 2);
+  CHECK(high == STAX_DIM_MAX);
+  const stax_dim_t* small = symbol(ctx, "Small", 0, 3);
+  const stax_dim_t* big = symbol(ctx, "Big", 1, 9);
+  stax_dim_bounds(ctx, stax_dim_bcast(ctx, small, big), &low, &high);
+  CHECK_EQ_INT(low, 0);
+  CHECK_EQ_INT(high, 9);
+  /* evaluation: N when M == 1, M when N == 1, the value when equal; else an error */
+  int64_t values[5] = {1, 5, 7, 0, 1};
+  int64_t value = 0;
+  CHECK_OK(stax_dim_eval(ctx, nm, values, &value));
+  CHECK_EQ_INT(value, 5);
+  values[0] = 5;
+  values[1] = 1;
+  CHECK_OK(stax_dim_eval(ctx, nm, values, &value));
+  CHECK_EQ_INT(value, 5);
+  values[1] = 5;
+  CHECK_OK(stax_dim_eval(ctx, nm, values, &value));
+  CHECK_EQ_INT(value, 5);
+  values[0] = 0; /* numpy: 0 with 1 is 0, 0 with 5 does not broadcast */
+  values[1] = 1;
+  CHECK_OK(stax_dim_eval(ctx, nm, values, &value));
+  CHECK_EQ_INT(value, 0);
+  values[0] = 3;
+  values[1] = 5;
+  CHECK_ERROR(stax_dim_eval(ctx, nm, values, &value), STAX_SHAPE_MISMATCH,
+              "cannot broadcast N = 3 with M = 5");
+  values[0] = 1;
+  CHECK_ERROR(stax_dim_eval(ctx, nmk, values, &value), STAX_SHAPE_MISMATCH,
+              "cannot broadcast M = 5 with K = 7");
+  /* dim code agrees, and fails the same way */
+  values[2] = 5;
+  check_code_matches(ctx, nmk, values, 5);
+  check_code_matches(ctx, stax_dim_mul(ctx, nm, k), values, 5);
+  stax_dim_code_t code[16];
+  int32_t count = stax_dim_emit_code(nm, code, 16);
+  CHECK_EQ_INT(count, 3);
+  CHECK_EQ_INT(code[2].op, STAX_DIM_CODE_BCAST);
+  values[0] = 3;
+  CHECK_ERROR(stax_dim_code_eval(code, count, values, 5, &value), STAX_SHAPE_MISMATCH,
+              "cannot broadcast 3 with 5");
+  stax_shape_ctx_destroy(ctx);
+}
+
+/* An equality between a broadcast and another dim cannot be checked at run time, so it falls
+ * back to unifying the broadcast's operands (the old assumption, which the guards check). */
+static void test_bcast_unify(void) {
+  stax_shape_ctx_t* ctx = make_ctx();
+  const stax_dim_t* n = symbol(ctx, "N", 1, STAX_DIM_MAX);
+  const stax_dim_t* m = symbol(ctx, "M", 1, STAX_DIM_MAX);
+  const stax_dim_t* k = symbol(ctx, "K", 1, STAX_DIM_MAX);
+  const stax_dim_t* nm = stax_dim_bcast(ctx, n, m);
+  CHECK(!stax_dim_known_equal(ctx, n, m));
+  CHECK_OK(stax_dim_unify(ctx, nm, NULL, k, NULL));
+  CHECK(stax_dim_known_equal(ctx, n, m));
+  CHECK(stax_dim_known_equal(ctx, n, k));
+  CHECK(stax_dim_resolve(ctx, nm) == stax_dim_resolve(ctx, n));
+  /* nested in a formula too */
+  const stax_dim_t* u = symbol(ctx, "U", 1, STAX_DIM_MAX);
+  const stax_dim_t* v = symbol(ctx, "V", 1, STAX_DIM_MAX);
+  const stax_dim_t* w = symbol(ctx, "W", 1, STAX_DIM_MAX);
+  CHECK_OK(stax_dim_unify(ctx, stax_dim_mul(ctx, stax_dim_bcast(ctx, u, v), w), NULL,
+                          stax_dim_const(ctx, 12), NULL));
+  CHECK(stax_dim_known_equal(ctx, u, v));
+  /* pinning an operand to 1 removes it from the broadcast */
+  const stax_dim_t* p = symbol(ctx, "P", 1, STAX_DIM_MAX);
+  const stax_dim_t* q = symbol(ctx, "Q", 1, STAX_DIM_MAX);
+  const stax_dim_t* pq = stax_dim_bcast(ctx, p, q);
+  CHECK_OK(stax_dim_unify(ctx, p, NULL, stax_dim_const(ctx, 1), NULL));
+  CHECK(stax_dim_resolve(ctx, pq) == q);
+  /* a rolled-back equality leaves the operands apart */
+  const stax_dim_t* x = symbol(ctx, "X", 1, STAX_DIM_MAX);
+  const stax_dim_t* y = symbol(ctx, "Y", 1, STAX_DIM_MAX);
+  stax_shape_checkpoint_t checkpoint = stax_shape_ctx_checkpoint(ctx);
+  CHECK_OK(stax_dim_unify(ctx, stax_dim_bcast(ctx, x, y), NULL, x, NULL));
+  CHECK(stax_dim_known_equal(ctx, x, y));
+  stax_shape_ctx_rollback(ctx, checkpoint);
+  CHECK(!stax_dim_known_equal(ctx, x, y));
+  stax_shape_ctx_destroy(ctx);
+}
+
 static void test_ctx_errors(void) {
   CHECK_ERROR(stax_shape_ctx_create(stax_allocator_system(), NULL), STAX_INVALID_ARGUMENT, NULL);
   stax_shape_ctx_destroy(NULL);
@@ -675,5 +794,6 @@ STAX_TEST_MAIN(STAX_TEST(test_constants), STAX_TEST(test_cancellation_and_collec
                STAX_TEST(test_commutativity_and_distributivity), STAX_TEST(test_print_format),
                STAX_TEST(test_division), STAX_TEST(test_min_max), STAX_TEST(test_bounds),
                STAX_TEST(test_eval), STAX_TEST(test_overflow), STAX_TEST(test_symbols),
-               STAX_TEST(test_dim_code), STAX_TEST(test_ctx_errors), STAX_TEST(test_random_formulas),
+               STAX_TEST(test_dim_code), STAX_TEST(test_bcast), STAX_TEST(test_bcast_unify),
+               STAX_TEST(test_ctx_errors), STAX_TEST(test_random_formulas),
                STAX_TEST(test_out_of_memory))

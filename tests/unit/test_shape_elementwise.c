@@ -53,16 +53,92 @@ static void test_broadcast_unifies_symbols(void) {
   stax_value_id_t ac[2] = {a, c};
   CHECK_ERROR(shape_test_node(g, STAX_OP_Add, "ac", 2, ac, 0, NULL, 1, NULL), STAX_SHAPE_MISMATCH,
               "input 0 'a' dim 0 (4) with input 1 'c' dim 0 (5)");
-  /* two symbols become one */
+  /* two symbols that may be 1 broadcast (bcast(T, U)); nothing is unified */
   stax_value_id_t tu[2] = {t, u};
   CHECK_OK(shape_test_node(g, STAX_OP_Add, "tu", 2, tu, 0, NULL, 1, &out));
-  CHECK(stax_dim_known_equal(ctx, shape_test_dim(g, "T"), shape_test_dim(g, "U")));
+  CHECK_VALUE(g, out, F32, "[bcast(T, U)]");
+  CHECK(!stax_dim_known_equal(ctx, shape_test_dim(g, "T"), shape_test_dim(g, "U")));
   stax_value_id_t tc[2] = {t, c};
   CHECK_OK(shape_test_node(g, STAX_OP_Add, "tc", 2, tc, 0, NULL, 1, &out));
   CHECK_VALUE(g, out, F32, "[5]");
+  /* T is 5 now: the earlier broadcast resolves to bcast(5, U), and U against a (S = 4) pins
+   * U = 4, which contradicts it */
   stax_value_id_t ua[2] = {u, a};
-  CHECK_ERROR(shape_test_node(g, STAX_OP_Add, "ua", 2, ua, 0, NULL, 1, NULL), STAX_SHAPE_MISMATCH,
-              "Add node 'ua'");
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "ua", 2, ua, 0, NULL, 1, &out));
+  CHECK_VALUE(g, out, F32, "[4]");
+  stax_graph_destroy(g);
+}
+
+/* Symbolic dims that may be 1 broadcast into bcast(N, M) (docs/ir.md, "Broadcasting"). */
+static void test_broadcast_symbolic_dims(void) {
+  stax_graph_t* g = shape_test_graph();
+  stax_shape_ctx_t* ctx = stax_graph_shape_ctx(g);
+  stax_value_id_t n = shape_test_input(g, "n", F32, "N");
+  stax_value_id_t m = shape_test_input(g, "m", F32, "M");
+  stax_value_id_t one = shape_test_input(g, "one", F32, "1");
+  stax_value_id_t nk = shape_test_input(g, "nk", F32, "N,1,K");
+  stax_value_id_t mk = shape_test_input(g, "mk", F32, "1,M,K");
+  stax_value_id_t out = STAX_VALUE_NONE, out2 = STAX_VALUE_NONE;
+  stax_value_id_t nm[2] = {n, m};
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "add0", 2, nm, 0, NULL, 1, &out));
+  CHECK_VALUE(g, out, F32, "[bcast(N, M)]");
+  /* the same pair in the other order is the same dim */
+  stax_value_id_t mn[2] = {m, n};
+  CHECK_OK(shape_test_node(g, STAX_OP_Mul, "mul0", 2, mn, 0, NULL, 1, &out2));
+  CHECK(stax_value_dims(g, out)[0] == stax_value_dims(g, out2)[0]);
+  /* [N] with [1] is N; [N] with [N] is N */
+  stax_value_id_t n1[2] = {n, one};
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "n1", 2, n1, 0, NULL, 1, &out2));
+  CHECK_VALUE(g, out2, F32, "[N]");
+  stax_value_id_t nn[2] = {n, n};
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "nn", 2, nn, 0, NULL, 1, &out2));
+  CHECK_VALUE(g, out2, F32, "[N]");
+  /* the broadcast with N again is the broadcast (N is 1 or its value) */
+  stax_value_id_t again[2] = {out, n};
+  CHECK_OK(shape_test_node(g, STAX_OP_Sub, "again", 2, again, 0, NULL, 1, &out2));
+  CHECK_VALUE(g, out2, F32, "[bcast(N, M)]");
+  /* 3-D: a[N, 1, K] + b[1, M, K] */
+  stax_value_id_t grid[2] = {nk, mk};
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "grid", 2, grid, 0, NULL, 1, &out2));
+  CHECK_VALUE(g, out2, F32, "[N, M, K]");
+  /* three operands (Where): the condition's dim joins the broadcast */
+  stax_value_id_t p = shape_test_input(g, "p", BOOL_T, "P");
+  stax_value_id_t where[3] = {p, n, m};
+  CHECK_OK(shape_test_node(g, STAX_OP_Where, "where", 3, where, 0, NULL, 1, &out2));
+  CHECK_VALUE(g, out2, F32, "[bcast(N, M, P)]");
+  CHECK(!stax_dim_known_equal(ctx, shape_test_dim(g, "N"), shape_test_dim(g, "M")));
+  stax_graph_destroy(g);
+}
+
+/* Two dims that both cannot be 1 must be equal: unified, as before; and an equality a later
+ * node needs between a broadcast and another dim falls back to unifying the operands. */
+static void test_broadcast_symbolic_unified(void) {
+  stax_graph_t* g = shape_test_graph();
+  stax_shape_ctx_t* ctx = stax_graph_shape_ctx(g);
+  stax_value_id_t p = shape_test_input(g, "p", F32, "P>=2");
+  stax_value_id_t q = shape_test_input(g, "q", F32, "Q>=2");
+  stax_value_id_t out = STAX_VALUE_NONE;
+  stax_value_id_t pq[2] = {p, q};
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "pq", 2, pq, 0, NULL, 1, &out));
+  CHECK_VALUE(g, out, F32, "[P]");
+  CHECK(stax_dim_known_equal(ctx, shape_test_dim(g, "P"), shape_test_dim(g, "Q")));
+  /* one of them >= 2 is still a broadcast: the other may be 1 */
+  stax_value_id_t n = shape_test_input(g, "n", F32, "N");
+  stax_value_id_t pn[2] = {p, n};
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "pn", 2, pn, 0, NULL, 1, &out));
+  CHECK_VALUE(g, out, F32, "[bcast(P, N)]");
+  /* Concat along axis 1 of [bcast(N, M), 1] and [N, 1]: axis 0 must be equal, so N == M */
+  stax_value_id_t a = shape_test_input(g, "a", F32, "N,1");
+  stax_value_id_t b = shape_test_input(g, "b", F32, "M,1");
+  stax_value_id_t ab[2] = {a, b}, sum = STAX_VALUE_NONE;
+  CHECK_OK(shape_test_node(g, STAX_OP_Add, "ab", 2, ab, 0, NULL, 1, &sum));
+  CHECK_VALUE(g, sum, F32, "[bcast(N, M), 1]");
+  CHECK(!stax_dim_known_equal(ctx, shape_test_dim(g, "N"), shape_test_dim(g, "M")));
+  stax_attr_t axis = stax_attr_int("axis", 1);
+  stax_value_id_t cat[2] = {sum, a};
+  CHECK_OK(shape_test_node(g, STAX_OP_Concat, "cat", 2, cat, 1, &axis, 1, &out));
+  CHECK_VALUE(g, out, F32, "[N, 2]");
+  CHECK(stax_dim_known_equal(ctx, shape_test_dim(g, "N"), shape_test_dim(g, "M")));
   stax_graph_destroy(g);
 }
 
@@ -423,7 +499,8 @@ static void test_content_propagation(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_broadcast_symbolic), STAX_TEST(test_broadcast_mismatch),
-               STAX_TEST(test_broadcast_unifies_symbols),
+               STAX_TEST(test_broadcast_unifies_symbols), STAX_TEST(test_broadcast_symbolic_dims),
+               STAX_TEST(test_broadcast_symbolic_unified),
                STAX_TEST(test_broadcast_symbol_of_one),
                STAX_TEST(test_rejected_node_records_nothing), STAX_TEST(test_too_many_inputs),
                STAX_TEST(test_binary_dtypes), STAX_TEST(test_prelu),

@@ -145,5 +145,60 @@ static void test_strided_input(void) {
   stax_program_release(program);
 }
 
+/* a[N, 3] + b[M, 3] (output dims [bcast(N, M), 3]): the guards accept N and M apart, a
+ * run where one is 1 broadcasts, and a pair that does not broadcast fails at the output's
+ * allocation with the node, both inputs, the axis and both values. */
+static void test_broadcast_dims(void) {
+  stax_graph_t* g = NULL;
+  CHECK_OK(stax_graph_create(vm_alloc(), &g));
+  const stax_dim_t* a_dims[2] = {vm_symbol(g, "N", 1, 16), vm_const(g, 3)};
+  const stax_dim_t* b_dims[2] = {vm_symbol(g, "M", 1, 16), vm_const(g, 3)};
+  stax_value_id_t a = vm_input(g, "a", STAX_DTYPE_FLOAT32, 2, a_dims);
+  stax_value_id_t b = vm_input(g, "b", STAX_DTYPE_FLOAT32, 2, b_dims);
+  vm_output(g, vm_binary(g, STAX_OP_Add, "add0", a, b));
+  stax_program_t* program = vm_compile(g);
+  stax_graph_destroy(g);
+  if (!program) return;
+  char text[64];
+  stax_program_output_dim_text(program, 0, 0, text, sizeof(text));
+  CHECK_EQ_STR(text, "bcast(N, M)");
+  static const int64_t pairs[][2] = {{1, 5}, {5, 1}, {5, 5}, {1, 1}, {3, 5}};
+  for (int mode = 0; mode < 2; mode++) {
+    stax_context_t* context = vm_context(program, vm_dispatch_mode(mode));
+    for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
+      int64_t ad[2] = {pairs[p][0], 3}, bd[2] = {pairs[p][1], 3};
+      float av[48], bv[48];
+      for (int i = 0; i < 48; i++) {
+        av[i] = (float)i;
+        bv[i] = 100.0f * (float)i;
+      }
+      stax_tensor_t* inputs[2] = {vm_tensor(STAX_DTYPE_FLOAT32, 2, ad, av),
+                                  vm_tensor(STAX_DTYPE_FLOAT32, 2, bd, bv)};
+      stax_tensor_t* output = NULL;
+      stax_status_t status = stax_context_run(context, 2, inputs, 1, &output);
+      if (pairs[p][0] != pairs[p][1] && pairs[p][0] != 1 && pairs[p][1] != 1) {
+        CHECK_ERROR(status, STAX_SHAPE_MISMATCH,
+                    "Add 'add0': cannot broadcast input 0 'a' dim 0 (N = 3) with input 1 'b' "
+                    "dim 0 (M = 5)");
+      } else {
+        CHECK_OK(status);
+        int64_t rows = pairs[p][0] > pairs[p][1] ? pairs[p][0] : pairs[p][1];
+        int64_t dims[2] = {rows, 3};
+        CHECK(output && vm_dims_equal(output, 2, dims));
+        for (int64_t i = 0; output && i < rows * 3; i++) {
+          int64_t r = i / 3, c = i % 3;
+          float want = av[(pairs[p][0] == 1 ? 0 : r) * 3 + c] + bv[(pairs[p][1] == 1 ? 0 : r) * 3 + c];
+          CHECK(vm_f32_at(output, i) == want);
+        }
+      }
+      if (output) stax_tensor_release(output);
+      stax_tensor_release(inputs[0]);
+      stax_tensor_release(inputs[1]);
+    }
+    stax_context_destroy(context);
+  }
+  stax_program_release(program);
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_guard_errors), STAX_TEST(test_guard_listing),
-               STAX_TEST(test_strided_input))
+               STAX_TEST(test_strided_input), STAX_TEST(test_broadcast_dims))

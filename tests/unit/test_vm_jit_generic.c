@@ -296,6 +296,67 @@ static void test_verify_generic(void) {
   }
 }
 
+/* ---- broadcast dims ---------------------------------------------------------------------------- */
+
+/* relu(a[N, K] * 2 + b[M, K]) - a: N and M broadcast (bcast(N, M)). A stream alternating
+ * N == M, N == 1 and M == 1 matches the interpreter (also in verify mode) and the N == M shapes
+ * share one class version; a pair that does not broadcast is an error, also once versions
+ * exist. */
+static void test_broadcast_classes(void) {
+  if (!have_backend()) return;
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* k = vm_symbol(g, "K", 1, 64);
+  const stax_dim_t* ad[2] = {vm_symbol(g, "N", 1, 64), k};
+  const stax_dim_t* bd[2] = {vm_symbol(g, "M", 1, 64), k};
+  stax_value_id_t a = vm_input(g, "a", STAX_DTYPE_FLOAT32, 2, ad);
+  stax_value_id_t b = vm_input(g, "b", STAX_DTYPE_FLOAT32, 2, bd);
+  float two = 2.0f;
+  int64_t one[1] = {1};
+  stax_value_id_t c = vm_initializer(g, "two", STAX_DTYPE_FLOAT32, 1, one, &two);
+  stax_value_id_t t = vm_binary(g, STAX_OP_Add, "add", vm_binary(g, STAX_OP_Mul, "mul", a, c), b);
+  vm_output(g, vm_binary(g, STAX_OP_Sub, "sub", vm_unary(g, STAX_OP_Relu, "relu", t), a));
+  stax_program_t* program = finish(g);
+  if (!program) return;
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* verify = generic_context(program, STAX_JIT_SYNC, 8, true);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  static const int64_t shapes[][3] = {{4, 4, 5}, {1, 4, 5}, {4, 1, 5}, {6, 6, 3},
+                                      {1, 6, 3}, {6, 1, 3}, {1, 1, 7}, {9, 9, 16}};
+  int count = (int)(sizeof(shapes) / sizeof(shapes[0]));
+  vm_rng_t rng = {7};
+  for (int round = 0; round < 3 * count; round++) {
+    const int64_t* shape = shapes[round % count];
+    int64_t a_dims[2] = {shape[0], shape[2]}, b_dims[2] = {shape[1], shape[2]};
+    stax_tensor_t* in[2] = {vm_random_f32(&rng, 2, a_dims), vm_random_f32(&rng, 2, b_dims)};
+    CHECK(run_both(jit, interp, 2, in, 1));
+    CHECK(run_both(verify, interp, 2, in, 1));
+    stax_tensor_release(in[0]);
+    stax_tensor_release(in[1]);
+  }
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  /* N == M over every (N, K) is one rows-generic class version (a, b and the output are one
+   * row space there), N == M == 1 another; N == 1 alone or M == 1 alone broadcasts a value
+   * over the rows, which an elementwise group has no class kernel for (exact versions then).
+   * The verify context shares the program's cache. */
+  CHECK_EQ_INT(total.generic_versions, 2);
+  CHECK(total.exact_versions >= 3);
+  CHECK(total.full_hits > 0);
+  int64_t bad_a[2] = {3, 5}, bad_b[2] = {5, 5};
+  stax_tensor_t* in[2] = {vm_random_f32(&rng, 2, bad_a), vm_random_f32(&rng, 2, bad_b)};
+  stax_tensor_t* out = NULL;
+  CHECK_ERROR(stax_context_run(jit, 2, in, 1, &out), STAX_SHAPE_MISMATCH,
+              "Add 'add': cannot broadcast input 0 'mul:0' dim 0 (N = 3) with input 1 'b' dim 0 "
+              "(M = 5)");
+  CHECK(out == NULL);
+  stax_tensor_release(in[0]);
+  stax_tensor_release(in[1]);
+  stax_context_destroy(interp);
+  stax_context_destroy(verify);
+  stax_context_destroy(jit);
+  stax_program_release(program);
+}
+
 /* ---- threads --------------------------------------------------------------------------------- */
 
 typedef struct mixed_thread_t {
@@ -453,7 +514,8 @@ static void test_promotion_needs_idle_core(void) {
   CHECK_EQ_INT(promote_in_background(1), 1);
 }
 
-STAX_TEST_MAIN(STAX_TEST(test_stream_matmul), STAX_TEST(test_stream_layernorm),
+STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
+               STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),
                STAX_TEST(test_verify_generic), STAX_TEST(test_threads_generic_and_exact),

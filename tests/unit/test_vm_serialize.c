@@ -214,6 +214,28 @@ static int32_t loop_inputs(vm_rng_t* rng, int round, stax_tensor_t** inputs) {
   return 2;
 }
 
+/* a[N, K] * b[M, K] + a: broadcast dims (bcast(N, M), dim code BCAST) that the inputs make
+ * 1 on either side or equal. */
+static stax_program_t* build_bcast(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* k = vm_symbol(g, "K", 1, 8);
+  const stax_dim_t* ad[2] = {vm_symbol(g, "N", 1, 8), k};
+  const stax_dim_t* bd[2] = {vm_symbol(g, "M", 1, 8), k};
+  stax_value_id_t a = vm_input(g, "a", STAX_DTYPE_FLOAT32, 2, ad);
+  stax_value_id_t b = vm_input(g, "b", STAX_DTYPE_FLOAT32, 2, bd);
+  stax_value_id_t product = vm_binary(g, STAX_OP_Mul, "mul", a, b);
+  vm_output(g, vm_unary(g, STAX_OP_Relu, "relu", vm_binary(g, STAX_OP_Add, "add", product, a)));
+  return compile_and_destroy(g);
+}
+
+static int32_t bcast_inputs(vm_rng_t* rng, int round, stax_tensor_t** inputs) {
+  int64_t n = 2 + round % 3, k = 1 + round % 4;
+  int64_t a_dims[2] = {round % 3 == 1 ? 1 : n, k}, b_dims[2] = {round % 3 == 2 ? 1 : n, k};
+  inputs[0] = vm_random_f32(rng, 2, a_dims);
+  inputs[1] = vm_random_f32(rng, 2, b_dims);
+  return 2;
+}
+
 typedef struct program_case_t {
   const char* name;
   stax_program_t* (*build)(void);
@@ -224,6 +246,7 @@ static const program_case_t cases[] = {
     {"chain", build_chain, chain_inputs},       {"matmul", build_matmul, matmul_inputs},
     {"reshape", build_reshape, reshape_inputs}, {"nonzero", build_nonzero, nonzero_inputs},
     {"if", build_if, if_inputs},                {"loop", build_loop, loop_inputs},
+    {"bcast", build_bcast, bcast_inputs},
 };
 enum { CASE_COUNT = sizeof(cases) / sizeof(cases[0]), ROUNDS = 5, MAX_IO = 4 };
 
@@ -537,6 +560,7 @@ static void test_fuzz_reshape(void) { fuzz_case(&cases[2]); }
 static void test_fuzz_nonzero(void) { fuzz_case(&cases[3]); }
 static void test_fuzz_if(void) { fuzz_case(&cases[4]); }
 static void test_fuzz_loop(void) { fuzz_case(&cases[5]); }
+static void test_fuzz_bcast(void) { fuzz_case(&cases[6]); }
 
 /* ---- header and section checks --------------------------------------------------------------- */
 
@@ -618,6 +642,40 @@ static void test_header_errors(void) {
     expect_load_error(longer, size + 1, false, "1 bytes follow the");
     free(longer);
   }
+  free_file(data, size);
+  stax_program_release(program);
+}
+
+/* A file of format version 2 (before the BCAST dim-code op) still loads: the chain program
+ * uses no broadcast dim, so its bytes are a version 2 file but for the header's version and
+ * fingerprint. Version 2 with this build's fingerprint is refused. */
+static void test_version_2_file_loads(void) {
+  program_case_t c = cases[0];
+  stax_program_t* program = c.build();
+  void* data = NULL;
+  size_t size = 0;
+  if (!program || !serialize(program, &data, &size)) {
+    if (program) stax_program_release(program);
+    return;
+  }
+  uint8_t* bytes = data;
+  CHECK_EQ_INT(load_le(bytes + 8, 4), STAX_VM_FILE_VERSION);
+  CHECK(stax_vm_isa_fingerprint_for(2) != stax_vm_isa_fingerprint());
+  store_le(bytes + 8, 2, 4);
+  store_le(bytes + 32, stax_vm_file_checksum(bytes, bytes + STAX_VM_FILE_HEADER_SIZE,
+                                             size - STAX_VM_FILE_HEADER_SIZE), 8);
+  expect_load_error(data, size, false, "different instruction set");
+  store_le(bytes + 16, stax_vm_isa_fingerprint_for(2), 8);
+  store_le(bytes + 32, stax_vm_file_checksum(bytes, bytes + STAX_VM_FILE_HEADER_SIZE,
+                                             size - STAX_VM_FILE_HEADER_SIZE), 8);
+  stax_program_t* loaded = NULL;
+  CHECK_OK(load(data, size, false, &loaded));
+  if (loaded) {
+    check_same_behaviour(&c, program, loaded);
+    stax_program_release(loaded);
+  }
+  store_le(bytes + 8, STAX_VM_FILE_VERSION + 1, 4);
+  expect_load_error(data, size, true, "versions 2 to 3");
   free_file(data, size);
   stax_program_release(program);
 }
@@ -893,4 +951,5 @@ STAX_TEST_MAIN(STAX_TEST(test_round_trip), STAX_TEST(test_save_and_load_file),
                STAX_TEST(test_compact_dynamic_flag), STAX_TEST(test_verifier_rules),
                STAX_TEST(test_verifier_loop_nesting), STAX_TEST(test_fuzz_chain),
                STAX_TEST(test_fuzz_matmul), STAX_TEST(test_fuzz_reshape),
-               STAX_TEST(test_fuzz_nonzero), STAX_TEST(test_fuzz_if), STAX_TEST(test_fuzz_loop))
+               STAX_TEST(test_fuzz_nonzero), STAX_TEST(test_fuzz_if), STAX_TEST(test_fuzz_loop),
+               STAX_TEST(test_fuzz_bcast), STAX_TEST(test_version_2_file_loads))

@@ -1,6 +1,6 @@
 /* Shared shape-function helpers: operands, dtype and rank checks, numpy broadcasting, axis
- * normalization and reading small integer inputs. See shape_util.h for the broadcasting
- * assumption on symbolic dims. */
+ * normalization and reading small integer inputs. See shape_util.h for how symbolic dims
+ * broadcast. */
 #include "passes/shape/shape_util.h"
 
 #include <stdio.h>
@@ -191,12 +191,32 @@ static stax_status_t broadcast_combine(stax_shape_infer_t* ic,
                             (long long)first_value, second->input_index, second->name,
                             axis + second->axis_offset, (long long)second_value);
   }
-  /* Neither is known to be 1: by the documented assumption they must be equal. */
+  bool first_const = stax_shape_dim_const(ic, pick->dim, &first_value);
+  bool second_const = stax_shape_dim_const(ic, dim, &second_value);
+  /* Two computed dims either of which may be 1 at run time: the output is their broadcast,
+   * and the equality it implies is checked whenever the broadcast is evaluated (docs/ir.md,
+   * "Broadcasting"). A dim against a constant other than 1, or two dims that are both known
+   * to be at least 2, must be equal: that is unified, and the input guards check it. */
+  int64_t first_low = 0, second_low = 0, high = 0;
+  stax_dim_bounds(ic->shape, pick->dim, &first_low, &high);
+  stax_dim_bounds(ic->shape, dim, &second_low, &high);
+  bool broadcast = !first_const && !second_const && (first_low < 2 || second_low < 2);
   if (!unify) {
     /* The dry pass keeps a constant once it sees one, so S, 4, 5 is caught before S == 4. */
-    if (stax_shape_dim_const(ic, dim, &second_value)) {
+    if (second_const) {
       *pick = (broadcast_pick_t){dim, false, operand, axis};
     }
+    return STAX_OK;
+  }
+  if (broadcast) {
+    const stax_dim_t* combined = stax_dim_bcast(ic->shape, pick->dim, dim);
+    if (!combined) {
+      return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
+                              "cannot broadcast input %d '%s' dim %d with input %d '%s' dim %d",
+                              first->input_index, first->name, pick->axis + first->axis_offset,
+                              second->input_index, second->name, axis + second->axis_offset);
+    }
+    pick->dim = combined;
     return STAX_OK;
   }
   return stax_infer_unify(ic, pick->dim, first->input_index, pick->axis + first->axis_offset,

@@ -3,13 +3,16 @@
  * (bidirectional and unidirectional), axis normalization, reading small integer inputs
  * (constant tensors or symbolic contents) and setting several outputs at once.
  *
- * Broadcasting assumption (documented here once, relied on everywhere): two dims broadcast
- * when they are equal or one of them is known to be 1 (a constant 1, or a symbol whose range
- * is exactly [1, 1]). A symbolic dim that is not known to be 1 is assumed to be *not* 1, so
- * S against a constant 4 records S == 4 and S against S' records S == S' in the union-find;
- * a contradiction with an earlier equality is an error that names the node, inputs and dims.
- * This matches what models mean in practice (a dim that is sometimes 1 and sometimes not is a
- * broadcast only by accident) and lets later passes treat the two dims as one. */
+ * Broadcasting of symbolic dims (documented here once, relied on everywhere; docs/ir.md): two
+ * dims broadcast when they are equal or one of them is known to be 1 (a constant 1, or a
+ * symbol whose range is exactly [1, 1]). Two dims that are both computed (not constants) and
+ * not both known to be >= 2 give bcast(N, M): N when M == 1, M when N == 1, their value when
+ * equal, and a run-time error otherwise, checked wherever the dim is evaluated. A dim against a
+ * constant other than 1 (S with 4), and two dims that are both >= 2, must be equal: that is
+ * recorded in the union-find (S == 4) and checked by the input guards. Unidirectional
+ * broadcasting (stax_shape_broadcast_to: PRelu's slope, normalization scales) keeps unifying
+ * symbolic dims, as its output has the target's dims and nothing would check the broadcast. A
+ * contradiction with an earlier equality is an error that names the node, inputs and dims. */
 #ifndef STAX_PASSES_SHAPE_SHAPE_UTIL_H_
 #define STAX_PASSES_SHAPE_SHAPE_UTIL_H_
 
@@ -108,7 +111,7 @@ STAX_MUST_USE stax_status_t stax_shape_require_equal_dims(stax_shape_infer_t* ic
 
 /* ---- broadcasting ----------------------------------------------------------------------- */
 
-/* numpy broadcasting of all operands (right-aligned; see the assumption above). out_dims has
+/* numpy broadcasting of all operands (right-aligned; see the rule above). out_dims has
  * room for STAX_MAX_RANK dims; a result rank above that is UNIMPLEMENTED. Incompatible
  * constant dims are SHAPE_MISMATCH naming both inputs, their dims and values, e.g.
  * "cannot broadcast input 0 'a' dim 0 (3) with input 1 'b' dim 0 (4)". */
