@@ -41,9 +41,17 @@ static void print_graph_info(stax_graph_t* graph) {
     print_graph_value(graph, stax_graph_output(graph, i));
   int32_t counts[STAX_OP_COUNT];
   memset(counts, 0, sizeof(counts));
+  int32_t half_nodes = 0;
   for (int32_t n = 0; n < stax_graph_node_count(graph); n++) {
     stax_op_t op = stax_node_op(graph, n);
     if (op >= 0 && op < STAX_OP_COUNT) counts[op]++;
+    for (int32_t o = 0; o < stax_node_output_count(graph, n); o++) {
+      stax_dtype_t dtype = stax_value_dtype(graph, stax_node_output(graph, n, o));
+      if (dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16) {
+        half_nodes++;
+        break;
+      }
+    }
   }
   printf("ops (%d nodes):\n", stax_graph_node_count(graph));
   /* Most frequent first; ties in op-table order. */
@@ -55,6 +63,11 @@ static void print_graph_info(stax_graph_t* graph) {
     printf("  %-28s %d\n", stax_op_name((stax_op_t)best), counts[best]);
     counts[best] = 0;
   }
+  /* Said here because nothing else would: such a model runs, only slowly. */
+  if (half_nodes > 0)
+    printf("note: %d of %d nodes compute float16/bfloat16 values; the JIT does not compile those "
+           "yet, so they run interpreted (docs/jit.md)\n",
+           half_nodes, stax_graph_node_count(graph));
 }
 
 static void print_program_value(const stax_program_t* program, bool input, int32_t i) {

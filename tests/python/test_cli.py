@@ -68,3 +68,24 @@ def test_build_info_matches_version_verbose(stax_bin):
         assert lines["jit"].startswith(f"{jit['backend']}, cpu {jit['cpu']}, {jit['vector_bits']}-bit")
         assert f"matmul tile {jit['matmul_tile'][0]} x {jit['matmul_tile'][1]}" in lines["jit"]
     assert info["gpu"] is False and info["gpu_unavailable"] in lines["gpu"]
+
+
+def test_info_says_half_precision_nodes_interpret(stax_bin, tmp_path):
+    # float16 models run, interpreted: `stax info` is where that is said, with the count.
+    import onnx
+    from onnx import TensorProto, helper
+    for dtype, expected in ((TensorProto.FLOAT16, "note: 1 of 2 nodes compute float16/bfloat16"),
+                            (TensorProto.FLOAT, None)):
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"]),
+             helper.make_node("Cast", ["y"], ["z"], to=TensorProto.DOUBLE)], "g",
+            [helper.make_tensor_value_info("x", dtype, ["N", 3])],
+            [helper.make_tensor_value_info("z", TensorProto.DOUBLE, ["N", 3])])
+        path = tmp_path / f"m{dtype}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        r = run(stax_bin, "info", str(path))
+        assert r.returncode == 0, r.stderr
+        if expected:
+            assert expected in r.stdout and "run interpreted" in r.stdout, r.stdout
+        else:
+            assert "float16" not in r.stdout, r.stdout
