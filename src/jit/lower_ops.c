@@ -72,6 +72,16 @@ static bool float_only(stax_op_t op) {
   }
 }
 
+/* Bound i (0: min, 1: max) of a Clip from before opset 11, whose bounds are the float
+ * attributes 'min' and 'max' of a one-input node: *found false when there is none (a newer
+ * Clip's bounds are inputs 1 and 2). An error when the attribute has another type. */
+static stax_status_t clip_attribute(const stax_jit_node_t* node, int32_t i, bool* found,
+                                    float* value) {
+  const char* what = i == 0 ? "min" : "max";
+  *found = node->input_count <= 1 && stax_node_attr_find(node->node, what) != NULL;
+  return *found ? stax_node_attr_float(node->node, what, 0.0f, value) : STAX_OK;
+}
+
 stax_status_t lower_check_elementwise(const lower_t* L, const stax_jit_node_t* node) {
   stax_op_t op = node->node->op;
   const char* name = node->node->name ? node->node->name : "";
@@ -99,16 +109,13 @@ stax_status_t lower_check_elementwise(const lower_t* L, const stax_jit_node_t* n
       break;
     }
     case STAX_OP_Clip:
-      if (node->input_count <= 1) {
-        for (int32_t i = 0; i < 2; i++) {
-          const char* what = i == 0 ? "min" : "max";
-          if (!stax_node_attr_find(node->node, what)) continue;
-          if (!stax_dtype_is_float(dtype))
-            return lower_refuse(L, "Clip node '%s' with a '%s' attribute on %s", name, what,
-                                stax_dtype_name(dtype));
-          float value = 0.0f;
-          STAX_RETURN_IF_ERROR(stax_node_attr_float(node->node, what, 0.0f, &value));
-        }
+      for (int32_t i = 0; i < 2; i++) {
+        float value = 0.0f;
+        bool found = false;
+        STAX_RETURN_IF_ERROR(clip_attribute(node, i, &found, &value));
+        if (found && !stax_dtype_is_float(dtype))
+          return lower_refuse(L, "Clip node '%s' with a '%s' attribute on %s", name,
+                              i == 0 ? "min" : "max", stax_dtype_name(dtype));
       }
       /* fall through */
     case STAX_OP_PRelu:
@@ -375,16 +382,13 @@ const stax_kir_expr_t* lower_elementwise_expr(lower_t* L, const stax_jit_node_t*
       /* Before opset 11 the bounds are the float attributes 'min' and 'max' (the node has one
        * input); lower_check_elementwise took them for float dtypes only. */
       const stax_kir_expr_t* bounds[2] = {in[1], in[2]};
-      for (int32_t i = 0; i < 2 && node->input_count <= 1; i++) {
-        const char* what = i == 0 ? "min" : "max";
+      for (int32_t i = 0; i < 2; i++) {
         float value = 0.0f;
-        if (!stax_node_attr_find(node->node, what)) continue;
-        stax_status_t status = stax_node_attr_float(node->node, what, 0.0f, &value);
-        if (status) {
-          stax_status_free(status); /* checked already: cannot happen */
-          continue;
-        }
-        bounds[i] = c(&b, value);
+        bool found = false;
+        stax_status_t status = clip_attribute(node, i, &found, &value);
+        bool read = status == STAX_OK;
+        stax_status_free(status); /* lower_check_elementwise refused the group on an error */
+        if (found && read) bounds[i] = c(&b, value);
       }
       return clamp(&b, x, bounds[0], bounds[1]);
     }

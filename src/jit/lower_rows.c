@@ -259,8 +259,7 @@ typedef enum transform_e {
   T_NONE,
   T_SQUARE,
   T_ABS,
-  T_EXP_SHIFTED,
-  T_DEVIATION_SQUARED
+  T_EXP_SHIFTED
 } transform_t;
 
 static int32_t reduce_pass(row_emitter_t* e, int32_t node, const char* what, row_node_t* row,
@@ -280,11 +279,6 @@ static int32_t reduce_pass(row_emitter_t* e, int32_t node, const char* what, row
     case T_EXP_SHIFTED:
       x = stax_kir_unary(e->k, STAX_KIR_EXP, stax_kir_binary(e->k, STAX_KIR_SUB, x, shift));
       break;
-    case T_DEVIATION_SQUARED: {
-      const stax_kir_expr_t* d = stax_kir_binary(e->k, STAX_KIR_SUB, x, shift);
-      x = stax_kir_binary(e->k, STAX_KIR_MUL, d, d);
-      break;
-    }
   }
   stax_kir_add_reduce(e->k, block, local, op, x);
   return local;
