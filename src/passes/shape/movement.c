@@ -398,13 +398,20 @@ static stax_status_t check_block_mode(stax_shape_infer_t* ic) {
   return STAX_OK;
 }
 
+/* What DepthToSpace and SpaceToDepth both check first: a rank-4 input, the blocksize, the
+ * mode. */
+static stax_status_t block_operand(stax_shape_infer_t* ic, stax_shape_operand_t* data,
+                                   int64_t* blocksize) {
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, data));
+  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, data, 4, 4));
+  STAX_RETURN_IF_ERROR(read_blocksize(ic, blocksize));
+  return check_block_mode(ic);
+}
+
 stax_status_t stax_shape_depth_to_space(stax_shape_infer_t* ic) {
   stax_shape_operand_t data;
-  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &data));
-  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &data, 4, 4));
   int64_t blocksize = 0;
-  STAX_RETURN_IF_ERROR(read_blocksize(ic, &blocksize));
-  STAX_RETURN_IF_ERROR(check_block_mode(ic));
+  STAX_RETURN_IF_ERROR(block_operand(ic, &data, &blocksize));
   STAX_RETURN_IF_ERROR(require_divisible(ic, &data, 1, blocksize * blocksize));
   /* A symbolic channel count is assumed divisible; the kernel checks it at run time. */
   const stax_dim_t* dims[4] = {
@@ -420,11 +427,8 @@ stax_status_t stax_shape_depth_to_space(stax_shape_infer_t* ic) {
 
 stax_status_t stax_shape_space_to_depth(stax_shape_infer_t* ic) {
   stax_shape_operand_t data;
-  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &data));
-  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &data, 4, 4));
   int64_t blocksize = 0;
-  STAX_RETURN_IF_ERROR(read_blocksize(ic, &blocksize));
-  STAX_RETURN_IF_ERROR(check_block_mode(ic));
+  STAX_RETURN_IF_ERROR(block_operand(ic, &data, &blocksize));
   STAX_RETURN_IF_ERROR(require_divisible(ic, &data, 2, blocksize));
   STAX_RETURN_IF_ERROR(require_divisible(ic, &data, 3, blocksize));
   const stax_dim_t* block = stax_dim_const(ic->shape, blocksize);
