@@ -243,7 +243,7 @@ typedef struct stax_memory_stats_t {
   int32_t slots;           /* arena slots they share */
   int32_t inplace_values;  /* planned values that reuse their dying input's memory */
   uint64_t calls;          /* calls made through the context */
-  uint64_t arena_bytes;    /* the arena the last call's shapes needed */
+  uint64_t arena_bytes;    /* the arena the last call's shapes needed (0: it placed nothing) */
   uint64_t arena_peak_bytes; /* the most any call needed */
   uint64_t arena_capacity_bytes; /* the arena held now (grown when a call needs more) */
   uint64_t temp_bytes;     /* bytes of every temporary of the last call, planned or not: what

@@ -270,7 +270,9 @@ stax_status_t stax_vm_exec_alloc(stax_context_t* ctx, const int32_t* ins, bool p
                               stax_vm_register_name(program, reg),
                               stax_dims_text(desc->rank, dims).text);
     ctx->memory_counters.temp_bytes += (uint64_t)count * element_size;
-    tensor = stax_vm_memory_place(ctx, reg, dtype, desc->rank, dims, (size_t)count * element_size);
+    STAX_RETURN_IF_ERROR(stax_vm_memory_place(ctx, reg, dtype, desc->rank, dims,
+                                              (size_t)count * element_size, &tensor),
+                         "allocating register %d '%s'", reg, stax_vm_register_name(program, reg));
     if (tensor) {
       ctx->registers[reg] = tensor; /* placing emptied the register */
       return STAX_OK;

@@ -56,7 +56,8 @@ struct stax_vm_memory_frame_s {
   struct stax_buffer_s* buffers;
   stax_vm_arena_owner_t* owners;
   uint64_t peak_bytes;
-  bool broken; /* a value escaped once: never place again in this context */
+  bool broken;    /* a value escaped once: never place again in this context */
+  bool laid_out;  /* this call's layout is evaluated (stax_vm_memory_lay_out) */
 };
 
 /* Headers the frame owns are never freed through their allocator. */
@@ -133,9 +134,12 @@ fail:
   return status;
 }
 
-stax_status_t stax_vm_memory_begin_call(stax_context_t* ctx) {
-  stax_vm_memory_frame_t* frame = ctx->memory;
-  if (!frame || frame->broken) return STAX_OK;
+/* The layout of this call: slot sizes and offsets from the symbols the guards bound, and an
+ * arena large enough. Evaluated at the call's first placement rather than at its start, so a
+ * call whose planned values all run on the JIT's path (every segment compiled) evaluates no
+ * layout and touches no arena. */
+static stax_status_t stax_vm_memory_lay_out(stax_context_t* ctx, stax_vm_memory_frame_t* frame) {
+  if (frame->laid_out) return STAX_OK;
   const stax_vm_memory_plan_t* plan = frame->plan;
   int64_t need = 0;
   stax_vm_memory_plan_layout(ctx->program, ctx->symbols, frame->value_bytes, frame->slot_offsets,
@@ -143,7 +147,6 @@ stax_status_t stax_vm_memory_begin_call(stax_context_t* ctx) {
   for (int32_t s = 0; s < plan->slot_count; s++) frame->slot_occupant[s] = -1;
   ctx->memory_counters.arena_bytes = (uint64_t)need;
   if ((uint64_t)need > frame->peak_bytes) frame->peak_bytes = (uint64_t)need;
-  /* Even an empty layout gets an arena, so a placed value's data pointer is never NULL. */
   if ((size_t)need > frame->capacity || !frame->arena) {
     /* Every planned value of the last call is dead (stax_vm_memory_end_call checked), so the
      * old arena goes without copying. Rounded to whole pages so shapes that differ a little
@@ -165,7 +168,14 @@ stax_status_t stax_vm_memory_begin_call(stax_context_t* ctx) {
     frame->capacity = capacity;
     ctx->memory_counters.arena_grows++;
   }
-  if (frame->arena) STAX_VM_ARENA_POISON(frame->arena, frame->capacity);
+  STAX_VM_ARENA_POISON(frame->arena, frame->capacity);
+  frame->laid_out = true;
+  return STAX_OK;
+}
+
+stax_status_t stax_vm_memory_begin_call(stax_context_t* ctx) {
+  stax_vm_memory_frame_t* frame = ctx->memory;
+  if (frame) frame->laid_out = false;
   return STAX_OK;
 }
 
@@ -189,21 +199,28 @@ stax_status_t stax_vm_memory_end_call(stax_context_t* ctx) {
   return STAX_OK;
 }
 
-stax_tensor_t* stax_vm_memory_place(stax_context_t* ctx, int32_t reg, stax_dtype_t dtype,
-                                    int32_t rank, const int64_t* dims, size_t bytes) {
+stax_status_t stax_vm_memory_place(stax_context_t* ctx, int32_t reg, stax_dtype_t dtype,
+                                   int32_t rank, const int64_t* dims, size_t bytes,
+                                   stax_tensor_t** out_tensor) {
+  *out_tensor = NULL;
   stax_vm_memory_frame_t* frame = ctx->memory;
-  if (!frame || frame->broken) return NULL;
+  if (!frame || frame->broken) return STAX_OK;
   const stax_vm_memory_plan_t* plan = frame->plan;
   int32_t v = plan->value_of_register[reg];
-  if (v < 0) return NULL;
+  if (v < 0) return STAX_OK;
   const stax_vm_planned_value_t* value = &plan->values[v];
+  if (ctx->plan_bypass > 0) {
+    ctx->memory_counters.fallbacks++;
+    return STAX_OK;
+  }
+  STAX_RETURN_IF_ERROR(stax_vm_memory_lay_out(ctx, frame));
   /* What the register held goes now rather than after this allocation (no difference to
    * the program), so a header it holds can be reused. */
   stax_vm_take_register(ctx, reg, NULL);
   struct stax_tensor_s* tensor = &frame->tensors[v];
   struct stax_buffer_s* buffer = &frame->buffers[v];
   int32_t occupant = frame->slot_occupant[value->slot];
-  bool refused = ctx->plan_bypass > 0 || frame->value_bytes[v] < 0 ||
+  bool refused = frame->value_bytes[v] < 0 ||
                  bytes > (uint64_t)frame->value_bytes[v] ||
                  atomic_load(&tensor->refcount) != 0 || atomic_load(&buffer->refcount) != 0;
   bool inplace = occupant >= 0 && occupant == value->inplace_of &&
@@ -213,7 +230,7 @@ stax_tensor_t* stax_vm_memory_place(stax_context_t* ctx, int32_t reg, stax_dtype
     refused = true;
   if (refused) {
     ctx->memory_counters.fallbacks++;
-    return NULL;
+    return STAX_OK;
   }
   if (inplace) ctx->memory_counters.inplace++;
   char* data = frame->arena + frame->slot_offsets[value->slot];
@@ -236,7 +253,8 @@ stax_tensor_t* stax_vm_memory_place(stax_context_t* ctx, int32_t reg, stax_dtype
   for (int32_t d = 0; d < rank; d++) tensor->dims[d] = dims[d];
   stax_shape_contiguous_strides(rank, dims, tensor->strides);
   frame->slot_occupant[value->slot] = v;
-  return tensor;
+  *out_tensor = tensor;
+  return STAX_OK;
 }
 
 uint64_t stax_vm_memory_arena_capacity(const stax_vm_memory_frame_t* frame) {

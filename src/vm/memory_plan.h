@@ -72,16 +72,19 @@ typedef struct stax_vm_memory_counters_t {
 STAX_MUST_USE stax_status_t stax_vm_memory_frame_create(stax_context_t* ctx,
                                                         stax_vm_memory_frame_t** out_frame);
 void stax_vm_memory_frame_destroy(stax_context_t* ctx, stax_vm_memory_frame_t* frame);
-/* After the input guards: evaluates the plan's sizes and offsets, grows the arena if this
- * call needs more. */
+/* After the input guards: starts a call. The plan's sizes and offsets are evaluated, and the
+ * arena grown, at the call's first placement (none when every planned value runs compiled). */
 STAX_MUST_USE stax_status_t stax_vm_memory_begin_call(stax_context_t* ctx);
 /* After the frame's registers are released: every planned tensor must be unreferenced (a
  * reference left means a value escaped the plan's analysis; an internal error). */
 STAX_MUST_USE stax_status_t stax_vm_memory_end_call(stax_context_t* ctx);
 /* ALLOC_TENSOR_FAST of a planned register: *out_tensor (owned) over its arena range, or NULL
- * when it must come from the pool (not planned, the JIT path, or a check refused it). */
-stax_tensor_t* stax_vm_memory_place(stax_context_t* ctx, int32_t reg, stax_dtype_t dtype,
-                                    int32_t rank, const int64_t* dims, size_t bytes);
+ * when it must come from the pool (not planned, the JIT path, or a check refused it). An error
+ * only when this call's arena cannot be allocated. */
+STAX_MUST_USE stax_status_t stax_vm_memory_place(stax_context_t* ctx, int32_t reg,
+                                                 stax_dtype_t dtype, int32_t rank,
+                                                 const int64_t* dims, size_t bytes,
+                                                 stax_tensor_t** out_tensor);
 /* The arena's size now, and the most any call of the context needed. */
 uint64_t stax_vm_memory_arena_capacity(const stax_vm_memory_frame_t* frame);
 uint64_t stax_vm_memory_peak_bytes(const stax_vm_memory_frame_t* frame);
