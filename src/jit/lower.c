@@ -479,13 +479,15 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
       stax_kir_set_rows_generic(L.kernel, ROWS_EXAMPLE, 0);
   }
   if (status == STAX_OK && group->symbolic) {
-    if (group->rows_generic || (family != FAMILY_MATMUL && family != FAMILY_ROWS))
-      status = lower_refuse(&L, "symbolic kernels cover MatMul and row groups only");
+    if (group->rows_generic || family == FAMILY_ELEMENTWISE)
+      status = lower_refuse(&L, "symbolic kernels cover MatMul, Conv and row groups only");
     else
       stax_kir_set_symbolic(L.kernel);
     if (status == STAX_OK) status = add_buffers(&L);
     if (status == STAX_OK && family == FAMILY_MATMUL)
       status = lower_matmul_symbolic(&L, contraction);
+    else if (status == STAX_OK && family == FAMILY_CONV)
+      status = lower_conv_group(&L, contraction);
     else if (status == STAX_OK)
       status = lower_row_group(&L);
   } else if (status == STAX_OK) {

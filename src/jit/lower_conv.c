@@ -34,8 +34,17 @@
  * positions wider than one native vector is cut into whole vectors and the rest (see
  * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile.
  *
- * Not done: float64 and halves, a weight computed in the group, more than 4 spatial dims,
- * packing W for wider channel tiles, blocking C for very deep inputs. */
+ * Symbolic groups (the shape-generic tier): the batch N may be open, a run-time parameter
+ * (`batch_param`) of one kernel for every batch size; channels, spatial sizes, weights and
+ * the window stay compile-time constants, so tiles and unrolling are chosen as for an exact
+ * shape. The batch loops (copy and compute) take their extent from the parameter, and the
+ * parallel loop is chosen among the fixed axes (the example's batch says nothing of the
+ * class's); the host verifies every access for each new batch size before running it.
+ *
+ * Not done: open spatial dims (an image size that varies: the padded copy's slabs and the
+ * position tiles' tails would need parameter offsets), float64 and halves, a weight computed
+ * in the group, more than 4 spatial dims, packing W for wider channel tiles, blocking C for
+ * very deep inputs. */
 #include <string.h>
 
 #include "jit/lower_internal.h"
@@ -60,8 +69,9 @@ typedef enum axis_kind_e {
 typedef struct axis_t {
   axis_kind_t kind;
   int32_t dim;    /* AXIS_OUTER: which spatial dim */
-  int64_t extent; /* coordinates */
+  int64_t extent; /* coordinates (the example's when open) */
   int64_t tile;   /* 0 for full axes */
+  int32_t extent_param; /* >= 0: an open full axis, its extent this kernel parameter */
   /* At the current point: the coordinate (full) or the tile's first coordinate (tiled), and
    * the tile's size. */
   stax_kir_index_t form;
@@ -76,6 +86,7 @@ typedef struct conv_t {
   int32_t x, w, bias, out;
   int32_t spatial;
   int64_t batch, channels, out_channels, group, cg, mg;
+  int32_t batch_param; /* symbolic groups: N is this kernel parameter; -1: N is fixed */
   stax_window_t window;
   /* What the compute reads: the padded scratch copy or X itself, strides over [N, C, D..]. */
   bool padded;
@@ -178,6 +189,20 @@ static stax_status_t analyze(conv_t* c) {
   /* The epilogue runs in the output's space. */
   L->rank = out->rank;
   memcpy(L->dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
+  c->batch_param = -1;
+  if (L->group->symbolic) {
+    /* Only the batch may vary: X's and Y's dim 0, nothing of W or B. */
+    const uint32_t batch_only = 1u;
+    if ((x->open_dims & ~batch_only) || (out->open_dims & ~batch_only) || w->open_dims ||
+        (b && b->open_dims) || (x->open_dims != out->open_dims))
+      return lower_refuse(L, "Conv node '%s' with open spatial dims, channels or weights "
+                             "(only the batch may vary)", c->name);
+    STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, NULL, 0));
+    for (int32_t e = 1; e < L->rank; e++)
+      if (L->dim_params[e] >= 0)
+        return lower_refuse(L, "Conv node '%s': the epilogue varies in dim %d", c->name, (int)e);
+    c->batch_param = L->dim_params[0];
+  }
   for (int32_t v = 0; v < L->group->value_count; v++) {
     /* The operands need not fit unless the epilogue reads them too. */
     if ((v == c->x || v == c->w || v == c->bias) && L->uses[v] == 1) continue;
@@ -302,16 +327,22 @@ static void emit_pad(conv_t* c) {
   dims[x->rank - 1] = c->phases * c->phase_length;
   c->source = stax_kir_add_buffer(c->k, "padded", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32,
                                   x->rank, dims, NULL);
+  if (c->batch_param >= 0 && c->source >= 0)
+    stax_kir_buffer_dim_param(c->k, c->source, 0, c->batch_param);
   stax_shape_contiguous_strides(x->rank, dims, c->source_strides);
-  if (c->batch == 0 || c->channels == 0) return;
-  /* Planes in parallel over the longer of N and C. */
+  bool open = c->batch_param >= 0;
+  if ((!open && c->batch == 0) || c->channels == 0) return;
+  /* Planes in parallel over the longer of N and C; over C when N is open (any N, one
+   * kernel: the channels are what is known). */
   stax_kir_block_t* block = stax_kir_add_stage(c->k, "pad");
-  bool channels_first = c->channels > c->batch;
+  bool channels_first = open || c->channels > c->batch;
   int64_t outer = channels_first ? c->channels : c->batch;
   int64_t inner = channels_first ? c->batch : c->channels;
+  if (open) inner = 1; /* for the grain: per batch image */
   stax_kir_loop_t* a = block ? add_loop(c, block, "pa", outer) : NULL;
   stax_kir_loop_t* b = a ? add_loop(c, &a->body, "pb", inner) : NULL;
   if (!b) return;
+  if (open) b->extent_param = c->batch_param;
   int64_t plane = c->source_strides[1];
   a->parallel = outer > 1;
   a->grain = plane * inner >= CONV_TASK_WORK ? 1 : CONV_TASK_WORK / (plane * inner + 1) + 1;
@@ -453,6 +484,18 @@ static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
   bool parallel = level == 0 && c->parallel;
   int64_t step = a->tile ? a->tile : 1;
   int64_t full = axis_count(a), edge = a->tile ? a->extent % a->tile : 0;
+  if (a->extent_param >= 0) {
+    /* An open batch: a loop over the parameter, whatever the example's extent. */
+    stax_kir_loop_t* loop = add_loop(c, block, "n", 0);
+    if (!loop) return;
+    loop->extent_param = a->extent_param;
+    loop->parallel = parallel;
+    if (parallel) loop->grain = c->grain;
+    a->size = 1;
+    a->form = loop_form(c, loop, 1);
+    emit_axes(c, &loop->body, level + 1);
+    return;
+  }
   if (full > 0) {
     a->size = (int32_t)step;
     if (full == 1 && !parallel) {
@@ -487,29 +530,39 @@ static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
 
 static void plan_nest(conv_t* c) {
   int32_t count = 0;
-  c->axes[count++] = (axis_t){.kind = AXIS_BATCH, .extent = c->batch};
-  c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->group};
-  for (int32_t i = 0; i + 1 < c->spatial; i++)
-    c->axes[count++] = (axis_t){.kind = AXIS_OUTER, .dim = i, .extent = c->window.output[i]};
-  c->axes[count++] = (axis_t){.kind = AXIS_CHANNELS, .extent = c->mg, .tile = c->mr};
+  bool open = c->batch_param >= 0;
   c->axes[count++] =
-      (axis_t){.kind = AXIS_POSITIONS, .extent = c->window.output[c->spatial - 1], .tile = c->nr};
+      (axis_t){.kind = AXIS_BATCH, .extent = c->batch, .extent_param = c->batch_param};
+  c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->group, .extent_param = -1};
+  for (int32_t i = 0; i + 1 < c->spatial; i++)
+    c->axes[count++] = (axis_t){
+        .kind = AXIS_OUTER, .dim = i, .extent = c->window.output[i], .extent_param = -1};
+  c->axes[count++] =
+      (axis_t){.kind = AXIS_CHANNELS, .extent = c->mg, .tile = c->mr, .extent_param = -1};
+  c->axes[count++] = (axis_t){.kind = AXIS_POSITIONS,
+                              .extent = c->window.output[c->spatial - 1],
+                              .tile = c->nr,
+                              .extent_param = -1};
   c->axis_count = count;
-  /* The parallel axis: the first with an iteration per thread, else the one with the most. */
+  /* The parallel axis: the first with an iteration per thread, else the one with the most.
+   * An open batch is chosen only when no fixed axis has more than one iteration (its
+   * example extent says nothing of the calls the kernel will serve). */
   int32_t threads = c->L->options->thread_count > 1 ? c->L->options->thread_count : 1;
-  int32_t chosen = -1, widest = 0;
+  int32_t chosen = -1, widest = open ? 1 : 0;
   for (int32_t a = 0; a < count; a++) {
+    if (open && a == 0) continue;
     if (chosen < 0 && axis_count(&c->axes[a]) >= threads) chosen = a;
     if (axis_count(&c->axes[a]) > axis_count(&c->axes[widest])) widest = a;
   }
-  if (chosen < 0) chosen = widest;
+  if (chosen < 0) chosen = open && axis_count(&c->axes[widest]) <= 1 ? 0 : widest;
   c->order[0] = chosen;
   for (int32_t a = 0, at = 1; a < count; a++)
     if (a != chosen) c->order[at++] = a;
   int64_t iterations = axis_count(&c->axes[chosen]);
-  c->parallel = iterations > 1;
-  /* Multiply-adds per iteration of the parallel loop. */
-  double work = (double)c->cg * (double)c->out_channels * (double)c->batch;
+  c->parallel = iterations > 1 || c->axes[chosen].extent_param >= 0;
+  /* Multiply-adds per iteration of the parallel loop (per batch image when N is open). */
+  double work =
+      (double)c->cg * (double)c->out_channels * (double)(open ? 1 : c->batch);
   for (int32_t i = 0; i < c->spatial; i++)
     work *= (double)c->window.kernel[i] * (double)c->window.output[i];
   work /= (double)(iterations > 0 ? iterations : 1);
@@ -531,8 +584,10 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
   /* Rows narrower than a tile (late CNN stages: 7 or 14 wide) leave one vector per
    * accumulator: twice the channels keep as many FMA chains in flight in the same registers. */
   if (c.window.output[c.spatial - 1] < c.nr) c.mr *= 2;
+  /* An empty output: a kernel that does nothing (for a fixed shape; an open batch may be 0 at
+   * run time, which the loops handle). */
   int64_t total = 1;
-  for (int32_t d = 0; d < L->rank; d++) total *= L->dims[d];
+  for (int32_t d = c.batch_param >= 0 ? 1 : 0; d < L->rank; d++) total *= L->dims[d];
   if (total == 0) {
     stax_kir_add_stage(c.k, "empty");
     return stax_kir_kernel_status(c.k);

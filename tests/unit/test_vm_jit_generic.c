@@ -87,6 +87,40 @@ static stax_program_t* build_convs(void) {
   return finish(g);
 }
 
+/* Convs of x[N, 3, 9, 11] with only the batch open: padded with bias and Relu, strided,
+ * grouped and dilated with a Sigmoid epilogue, and a residual Add of two convs. */
+static stax_program_t* build_batch_convs(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 64), vm_const(g, 3), vm_const(g, 9),
+                               vm_const(g, 11)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  float w[216];
+  for (int i = 0; i < 216; i++) w[i] = (float)((i * 7) % 17) / 17.0f - 0.5f;
+  int64_t w1_dims[4] = {8, 3, 3, 3}, b_dims[1] = {8}, w2_dims[4] = {6, 3, 3, 3},
+          w3_dims[4] = {6, 1, 3, 3};
+  int64_t one_pads[4] = {1, 1, 1, 1}, two_pads[4] = {2, 2, 2, 2}, twos[2] = {2, 2};
+  stax_value_id_t in1[3] = {x, vm_initializer(g, "w1", STAX_DTYPE_FLOAT32, 4, w1_dims, w),
+                            vm_initializer(g, "b1", STAX_DTYPE_FLOAT32, 1, b_dims, w + 100)};
+  stax_attr_t pads1 = stax_attr_ints("pads", 4, one_pads);
+  stax_value_id_t c1 = vm_node(g, STAX_OP_Conv, "conv1", 3, in1, 1, &pads1);
+  stax_value_id_t r1 = vm_unary(g, STAX_OP_Relu, "relu1", c1);
+  vm_output(g, r1);
+  stax_value_id_t in2[2] = {x, vm_initializer(g, "w2", STAX_DTYPE_FLOAT32, 4, w2_dims, w + 7)};
+  stax_attr_t strides = stax_attr_ints("strides", 2, twos);
+  vm_output(g, vm_node(g, STAX_OP_Conv, "conv2", 2, in2, 1, &strides));
+  stax_value_id_t in3[2] = {x, vm_initializer(g, "w3", STAX_DTYPE_FLOAT32, 4, w3_dims, w + 50)};
+  stax_attr_t attrs3[3] = {stax_attr_int("group", 3), stax_attr_ints("dilations", 2, twos),
+                           stax_attr_ints("pads", 4, two_pads)};
+  stax_value_id_t c3 = vm_node(g, STAX_OP_Conv, "conv3", 2, in3, 3, attrs3);
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid3", c3));
+  /* r1 (8 channels) into a 1x1 conv with a residual: Conv(r1) + r1. */
+  int64_t w4_dims[4] = {8, 8, 1, 1};
+  stax_value_id_t in4[2] = {r1, vm_initializer(g, "w4", STAX_DTYPE_FLOAT32, 4, w4_dims, w + 3)};
+  stax_value_id_t c4 = vm_node(g, STAX_OP_Conv, "conv4", 2, in4, 0, NULL);
+  vm_output(g, vm_binary(g, STAX_OP_Add, "residual", c4, r1));
+  return finish(g);
+}
+
 static stax_context_t* generic_context(stax_program_t* program, stax_jit_mode_t mode,
                                        int32_t versions, bool verify) {
   stax_context_options_t options = {.jit = mode, .jit_threshold = 2, .jit_max_versions = versions,
@@ -195,6 +229,39 @@ static void test_mixed_generic_exact(void) {
   CHECK_EQ_INT(total.full_hits, 300);
   CHECK_EQ_INT(total.partial_hits, 0);
   CHECK_EQ_INT((int)total.misses, 0);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* Convs whose only open dim is the batch get one shape-generic kernel each: 300 random batch
+ * sizes (1, primes, the range's end) run fully compiled from the first call (sync mode) with
+ * one compile and no exact version, equal to the interpreter. */
+static void test_stream_conv_batch(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_batch_convs();
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {0xc0de};
+  static const int64_t edges[] = {1, 64, 2, 3, 13, 1, 31, 64};
+  int mismatches = 0;
+  const int calls = 300;
+  for (int round = 0; round < calls; round++) {
+    int64_t n = round < 8 ? edges[round] : round % 7 == 0 ? vm_rng_range(&rng, 32, 64)
+                                                          : vm_rng_range(&rng, 1, 8);
+    int64_t dims[4] = {n, 3, 9, 11};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, dims)};
+    if (!run_both(jit, interp, 1, in, 4)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.compiles, 1);
+  CHECK_EQ_INT(total.generic_versions, 1);
+  CHECK_EQ_INT(total.exact_versions, 0);
+  CHECK_EQ_INT(total.failures, 0);
+  CHECK_EQ_INT((int)total.full_hits, calls);
   stax_context_destroy(jit);
   stax_context_destroy(interp);
   stax_program_release(program);
@@ -515,6 +582,7 @@ static void test_promotion_needs_idle_core(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
+               STAX_TEST(test_stream_conv_batch),
                STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),
