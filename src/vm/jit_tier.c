@@ -928,7 +928,7 @@ static void jit_finish(jit_cache* cache, int32_t s, uint64_t hash, const int64_t
 static bool jit_publish(jit_cache* cache, const jit_job* job, int32_t g, stax_jit_kernel_t* kernel) {
   jit_segment* seg = &cache->segments[job->segment];
   jit_version* ver = jit_version_find(seg, job->hash, job->sig, job->sig_count);
-  if (ver && ver->state == VERSION_FAILED) ver = NULL;
+  if (ver && (ver->state == VERSION_FAILED || ver->state == VERSION_RETIRED)) ver = NULL;
   if (ver && !ver->kernels) ver->kernels = calloc((size_t)job->group_count, sizeof(*ver->kernels));
   if (cache->stop || !ver || !ver->kernels) {
     if (kernel) stax_jit_kernel_release(kernel);
@@ -1155,6 +1155,11 @@ stax_status_t stax_vm_jit_frame_create(stax_context_t* ctx) {
   bool idle_core = cores > (long)stax_threadpool_thread_count(ctx->pool);
   frame->promote = frame->generic && !(promote_env && promote_env[0] == '0') &&
                    (idle_core || ctx->options.jit == STAX_JIT_SYNC);
+  const char* margin_env = getenv("STAX_JIT_PROMOTE_MARGIN");
+  char* margin_end = NULL;
+  double margin = margin_env ? strtod(margin_env, &margin_end) : 0;
+  frame->promote_margin =
+      margin_env && margin_end != margin_env && margin >= 0 ? margin : JIT_PROMOTE_MARGIN;
   frame->trial_side = -1;
   frame->pending_segment = -1;
   ctx->jit = frame;
@@ -1631,7 +1636,8 @@ static void jit_trial_record(jit_cache* cache, int32_t s, const jit_frame* frame
     if (!ver->kernels[g]) continue;
     double generic_ns = ver->trial_ns[g], exact_ns = ver->trial_ns[groups + g];
     /* No class time: the class kernel declined these shapes, the exact one is all there is. */
-    bool faster = exact_ns >= 0 && (generic_ns < 0 || exact_ns < JIT_PROMOTE_MARGIN * generic_ns);
+    bool faster =
+        exact_ns >= 0 && (generic_ns < 0 || exact_ns < frame->promote_margin * generic_ns);
     STAX_LOG(JIT, "segment %d: signature %016llx group %d: exact %.1f us, generic %.1f us: %s",
              s, (unsigned long long)ver->hash, g, exact_ns / 1e3, generic_ns / 1e3,
              faster ? "exact kept" : "back to the generic kernel");
@@ -1647,6 +1653,14 @@ static void jit_trial_record(jit_cache* cache, int32_t s, const jit_frame* frame
   seg->stats.promoted_groups_dropped += (uint64_t)dropped;
   free(ver->trial_ns);
   ver->trial_ns = NULL;
+  if (kept == 0 && ver->state == VERSION_READY) {
+    /* Every group is faster generic: nothing to hold. Calls find the signature retired and
+     * run the class version; no second promotion. */
+    jit_version_drop_kernels(ver, groups);
+    ver->state = VERSION_RETIRED;
+    seg->stats.versions--;
+    seg->stats.exact_versions--;
+  }
 }
 
 stax_status_t stax_vm_jit_segment_call(stax_context_t* ctx, int32_t* out_next) {

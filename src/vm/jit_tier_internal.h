@@ -16,7 +16,10 @@
 
 enum { JIT_ROLE_INPUT, JIT_ROLE_OUTPUT, JIT_ROLE_TEMP };
 enum { PLAN_UNANALYSED = 0, PLAN_OK, PLAN_UNSUPPORTED };
-enum { VERSION_COUNTING = 0, VERSION_QUEUED, VERSION_READY, VERSION_FAILED };
+/* RETIRED: a promoted exact version whose trial kept none of its kernels. It holds nothing
+ * and is not a held version; it stays tracked so the signature is not promoted again (until
+ * the tracked signatures are trimmed, LRU). */
+enum { VERSION_COUNTING = 0, VERSION_QUEUED, VERSION_READY, VERSION_FAILED, VERSION_RETIRED };
 /* Words per external input in a signature: a header (dtype, rank, alignment, constant),
  * then rank dims and rank strides. */
 #define JIT_SIG_WORDS_PER_INPUT (1 + 2 * STAX_MAX_RANK)
@@ -208,6 +211,9 @@ typedef struct stax_vm_jit_frame_s {
   bool verify;
   bool generic; /* shape-generic versions on (options.jit_generic / STAX_JIT_GENERIC) */
   bool promote; /* hot-shape promotion on (STAX_JIT_PROMOTE, default on; needs generic) */
+  /* An exact kernel is kept when its time < margin x the class kernel's (JIT_PROMOTE_MARGIN;
+   * STAX_JIT_PROMOTE_MARGIN overrides it, for tests: 0 drops every exact kernel). */
+  double promote_margin;
   double tolerance;
 } jit_frame;
 

@@ -124,6 +124,7 @@ static const char* version_state_name(int32_t state) {
     case VERSION_COUNTING: return "counting";
     case VERSION_QUEUED: return "compiling";
     case VERSION_READY: return "ready";
+    case VERSION_RETIRED: return "retired";
     default: return "failed";
   }
 }

@@ -478,17 +478,23 @@ static void test_threads_generic_and_exact(void) {
  * (after threshold x JIT_PROMOTE_FACTOR calls), its trial alternates and times both, and
  * every group ends either kept or back on the class kernel; every call, trial calls and the
  * other shapes' included, matches the interpreter, and no other shape ever gets an exact
- * version. With promote == false (STAX_JIT_PROMOTE=0) nothing is promoted. */
-static void promotion_stream(bool promote) {
+ * version. With promote == false (STAX_JIT_PROMOTE=0) nothing is promoted. With retire
+ * (STAX_JIT_PROMOTE_MARGIN=0: no exact kernel can win) the trial drops every kernel, the
+ * version is retired (not held) and the signature is never promoted again. */
+static void promotion_stream(bool promote, bool retire) {
   stax_program_t* program = build_matmul_residual();
   if (promote) unsetenv("STAX_JIT_PROMOTE");
   else setenv("STAX_JIT_PROMOTE", "0", 1);
+  if (retire) setenv("STAX_JIT_PROMOTE_MARGIN", "0", 1);
   stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
   unsetenv("STAX_JIT_PROMOTE");
+  unsetenv("STAX_JIT_PROMOTE_MARGIN");
   stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
   vm_rng_t rng = {7};
   int mismatches = 0;
-  const int hot_calls = 2 * JIT_PROMOTE_FACTOR + 2 * JIT_TRIAL_CALLS + 20;
+  /* Retired: long enough for a second promotion, were there one. */
+  const int hot_calls =
+      (retire ? 4 : 2) * JIT_PROMOTE_FACTOR + 2 * JIT_TRIAL_CALLS + 20;
   int calls = 0;
   for (int round = 0; round < hot_calls; round++) {
     /* The hot shape, and every third round a fresh one of the same class. */
@@ -510,12 +516,20 @@ static void promotion_stream(bool promote) {
   CHECK_EQ_INT(total.generic_versions, 1);
   CHECK_EQ_INT((int)total.failures, 0);
   CHECK_EQ_INT((int)total.full_hits, calls);
-  if (promote) {
+  if (retire) {
     CHECK_EQ_INT((int)total.promotions, 1);
-    CHECK_EQ_INT(total.exact_versions, 1);
     CHECK_EQ_INT(total.compiles, 2);
-    /* The trial decided for every group that compiled exact (the matmul group at least). */
+    CHECK_EQ_INT((int)total.promoted_groups_kept, 0);
+    CHECK((int)total.promoted_groups_dropped >= 1);
+    CHECK_EQ_INT(total.exact_versions, 0);
+    CHECK_EQ_INT(total.versions, 1); /* the class version alone */
+  } else if (promote) {
+    CHECK_EQ_INT((int)total.promotions, 1);
+    CHECK_EQ_INT(total.compiles, 2);
+    /* The trial decided for every group that compiled exact (the matmul group at least). A
+     * version that kept no kernel is retired: no longer held. */
     CHECK((int)(total.promoted_groups_kept + total.promoted_groups_dropped) >= 1);
+    CHECK_EQ_INT(total.exact_versions, total.promoted_groups_kept > 0 ? 1 : 0);
   } else {
     CHECK_EQ_INT((int)total.promotions, 0);
     CHECK_EQ_INT(total.exact_versions, 0);
@@ -528,12 +542,17 @@ static void promotion_stream(bool promote) {
 
 static void test_promotion(void) {
   if (!have_backend()) return;
-  promotion_stream(true);
+  promotion_stream(true, false);
+}
+
+static void test_promotion_retired(void) {
+  if (!have_backend()) return;
+  promotion_stream(true, true);
 }
 
 static void test_promotion_off(void) {
   if (!have_backend()) return;
-  promotion_stream(false);
+  promotion_stream(false, false);
 }
 
 /* Background promotion waits for an idle core: a context whose pool leaves a core free
@@ -587,5 +606,6 @@ STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),
                STAX_TEST(test_verify_generic), STAX_TEST(test_threads_generic_and_exact),
-               STAX_TEST(test_promotion), STAX_TEST(test_promotion_off),
+               STAX_TEST(test_promotion), STAX_TEST(test_promotion_retired),
+               STAX_TEST(test_promotion_off),
                STAX_TEST(test_promotion_needs_idle_core))
