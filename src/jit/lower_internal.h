@@ -6,6 +6,7 @@
  *   lower_rows.c        row kernels: reductions over the last axis with their neighbours
  *   lower_matmul.c      MatMul / Gemm with an elementwise epilogue
  *   lower_matmul_symbolic.c  batched MatMul over open dims (symbolic groups: attention)
+ *   lower_sym.c         symbolic extents: a constant or a constant times a parameter
  *   lower_conv.c        Conv (N-D, groups, pads, strides, dilations, bias) with an elementwise
  *                       epilogue
  *
@@ -89,6 +90,43 @@ bool lower_dim_open(const lower_t* L, int32_t value, int32_t d);
  * operands) are neither read nor tied. */
 STAX_MUST_USE stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank,
                                                  const int32_t* skip, int32_t skip_count);
+/* ---- symbolic extents (lower_sym.c) -------------------------------------------------------- */
+
+/* c * parameter p, or the constant c when p < 0. */
+typedef struct lower_sym_t {
+  int64_t c;
+  int32_t p;
+} lower_sym_t;
+
+lower_sym_t lower_sym_const(int64_t c);
+lower_sym_t lower_sym_param(int32_t p);
+lower_sym_t lower_sym_mul(stax_kir_kernel_t* k, lower_sym_t a, lower_sym_t b);
+/* A parameter equal to s (c folded in), for loop extents and conditions; -1 for a constant. */
+int32_t lower_sym_plain(stax_kir_kernel_t* k, const char* name, lower_sym_t s);
+/* mul0 * floor((x + add0) / div0) + mul1 * floor((x + add1) / div1) + offset (div1 0: no
+ * second term); a constant for a constant x. */
+lower_sym_t lower_sym_derive(stax_kir_kernel_t* k, const char* name, lower_sym_t x, int64_t mul0,
+                             int64_t add0, int64_t div0, int64_t mul1, int64_t add1,
+                             int64_t div1, int64_t offset);
+/* s at the example (the buffers' own dims and strides). */
+int64_t lower_sym_example(const stax_kir_kernel_t* k, lower_sym_t s);
+/* x += coefficient * loop */
+void lower_sym_index_term(stax_kir_kernel_t* k, stax_kir_index_t* x, int32_t loop,
+                          lower_sym_t coefficient);
+/* x += s */
+void lower_sym_index_add(stax_kir_kernel_t* k, stax_kir_index_t* x, lower_sym_t s);
+/* x += other * s */
+void lower_sym_index_add_scaled(stax_kir_kernel_t* k, stax_kir_index_t* x,
+                                const stax_kir_index_t* other, lower_sym_t s);
+/* A loop named <base><n> of `extent` iterations. */
+stax_kir_loop_t* lower_sym_loop(stax_kir_kernel_t* k, stax_kir_block_t* block, const char* base,
+                                lower_sym_t extent);
+/* Whether lo <= s <= hi can hold at all. */
+bool lower_sym_possible(lower_sym_t s, int64_t lo, int64_t hi);
+/* Restricts the stage added last to lo <= s <= hi (nothing for a fixed s: callers add only
+ * stages that are possible). */
+void lower_sym_stage_when(stax_kir_kernel_t* k, lower_sym_t s, int64_t lo, int64_t hi);
+
 /* A register tile's float32 sums: locals acc<tile>_<r>, r < rows, declared 0 in `block`. */
 void lower_declare_accumulators(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t tile,
                                 int32_t rows, int32_t* out_locals);

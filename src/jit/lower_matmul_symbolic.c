@@ -24,136 +24,39 @@
 
 #include "jit/lower_internal.h"
 
-/* c * parameter p, or the constant c when p < 0. */
-typedef struct sym_t {
-  int64_t c;
-  int32_t p;
-} sym_t;
-
 typedef struct smm_t {
   lower_t* L;
   stax_kir_kernel_t* k;
   int32_t a, b, out;
   int32_t rank, batch_rank; /* the output's */
-  sym_t m, n, kd;
-  sym_t a_row, a_depth, b_depth, b_col;
-  sym_t batch[STAX_MAX_RANK], a_batch[STAX_MAX_RANK], b_batch[STAX_MAX_RANK];
-  sym_t packed_batch[STAX_MAX_RANK];
+  lower_sym_t m, n, kd;
+  lower_sym_t a_row, a_depth, b_depth, b_col;
+  lower_sym_t batch[STAX_MAX_RANK], a_batch[STAX_MAX_RANK], b_batch[STAX_MAX_RANK];
+  lower_sym_t packed_batch[STAX_MAX_RANK];
   int32_t mr, nr;
   bool packed;
   int32_t panel_buffer;
-  sym_t panel_stride;                       /* one panel: K x NR */
-  sym_t panel_size;                         /* a batch point's panels: ceil(N / NR) panels */
-  sym_t tiles_m, over_m, last_m;            /* floor(M / MR), 1 when M % MR, M - MR */
-  sym_t tiles_n, over_n, last_n, panels_n;  /* the same over N; ceil(N / NR) */
+  lower_sym_t panel_stride;                       /* one panel: K x NR */
+  lower_sym_t panel_size;                         /* a batch point's panels: ceil(N / NR) panels */
+  lower_sym_t tiles_m, over_m, last_m;            /* floor(M / MR), 1 when M % MR, M - MR */
+  lower_sym_t tiles_n, over_n, last_n, panels_n;  /* the same over N; ceil(N / NR) */
   int32_t tile_count;
   /* The current batch point. */
   stax_kir_index_t batch_forms[STAX_MAX_RANK];
   stax_kir_index_t batch_a, batch_b, batch_packed;
 } smm_t;
 
-/* ---- symbols ----------------------------------------------------------------------------- */
-
-static sym_t sym_const(int64_t c) {
-  return (sym_t){c, -1};
-}
-
-static sym_t sym_param(int32_t p) {
-  return (sym_t){1, p};
-}
-
-static sym_t sym_mul(smm_t* m, sym_t a, sym_t b) {
-  if (a.p < 0) return (sym_t){a.c * b.c, b.p};
-  if (b.p < 0) return (sym_t){a.c * b.c, a.p};
-  return (sym_t){a.c * b.c, stax_kir_param_product(m->k, a.p, b.p)};
-}
-
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
-/* A parameter equal to s (c folded in): for loop extents and conditions. */
-static int32_t sym_plain(smm_t* m, const char* name, sym_t s) {
-  if (s.p < 0 || s.c == 1) return s.p;
-  return stax_kir_add_derived_param(m->k, name, s.p, s.c, 0, 1, 0, 0, 0, 0);
-}
-
-/* mul0 * floor((x + add0) / div0) + mul1 * floor((x + add1) / div1) + offset. */
-static sym_t sym_derive(smm_t* m, const char* name, sym_t x, int64_t mul0, int64_t add0,
-                        int64_t div0, int64_t mul1, int64_t add1, int64_t div1, int64_t offset) {
-  if (x.p < 0) {
-    int64_t v = offset + mul0 * floor_div(x.c + add0, div0);
-    if (div1 > 0) v += mul1 * floor_div(x.c + add1, div1);
-    return sym_const(v);
-  }
-  int32_t of = sym_plain(m, name, x);
-  return sym_param(stax_kir_add_derived_param(m->k, name, of, mul0, add0, div0, mul1, add1, div1,
-                                              offset));
-}
-
-/* s at the example (the buffers' own dims and strides). */
-static int64_t sym_example(smm_t* m, sym_t s) {
-  if (s.p < 0) return s.c;
-  int64_t values[STAX_KIR_MAX_PARAMS];
-  if (!stax_kir_params_example(m->k, values)) return 0;
-  return s.c * values[s.p];
-}
-
-static void index_term(smm_t* m, stax_kir_index_t* x, int32_t loop, sym_t coefficient) {
-  stax_kir_index_add_term_scaled(m->k, x, loop, coefficient.c, coefficient.p);
-}
-
-static void index_add(smm_t* m, stax_kir_index_t* x, sym_t s) {
-  if (s.p < 0)
-    x->constant += s.c;
-  else
-    stax_kir_index_add_param(m->k, x, s.p, s.c);
-}
-
-/* x += other * s */
-static void index_add_scaled(smm_t* m, stax_kir_index_t* x, const stax_kir_index_t* other,
-                             sym_t s) {
-  if (s.p < 0) {
-    stax_kir_index_add_scaled(m->k, x, other, s.c);
-    return;
-  }
-  stax_kir_index_t scaled = stax_kir_index_constant(0);
-  stax_kir_index_add_scaled(m->k, &scaled, other, s.c);
-  stax_kir_index_add_scaled_param(m->k, x, &scaled, s.p);
-}
-
-static stax_kir_loop_t* sym_loop(smm_t* m, stax_kir_block_t* block, const char* base, sym_t extent) {
-  char name[32];
-  snprintf(name, sizeof(name), "%s%d", base, (int)m->k->loop_count);
-  if (extent.p < 0) return stax_kir_add_loop(m->k, block, name, extent.c < 0 ? 0 : extent.c);
-  stax_kir_loop_t* loop = stax_kir_add_loop(m->k, block, name, 0);
-  if (loop) loop->extent_param = sym_plain(m, name, extent);
-  return loop;
-}
-
-/* Whether lo <= s <= hi can hold at all. */
-static bool possible(sym_t s, int64_t lo, int64_t hi) {
-  return s.p >= 0 || (s.c >= lo && s.c <= hi);
-}
-
-/* Restricts the stage just added to lo <= s <= hi (nothing to do for a fixed s: callers add
- * only stages that are possible). */
-static void stage_when(smm_t* m, sym_t s, int64_t lo, int64_t hi) {
-  if (s.p >= 0) stax_kir_stage_when(m->k, sym_plain(m, "when", s), lo, hi);
-}
-
 /* A buffer value's stride d: its run-time parameter when open. */
-static sym_t value_stride(smm_t* m, int32_t v, int32_t d) {
+static lower_sym_t value_stride(smm_t* m, int32_t v, int32_t d) {
   int32_t p = m->k->buffers[m->L->buffer[v]]->stride_params[d];
-  return p >= 0 ? sym_param(p) : sym_const(lower_value(m->L, v)->strides[d]);
+  return p >= 0 ? lower_sym_param(p) : lower_sym_const(lower_value(m->L, v)->strides[d]);
 }
 
 /* ---- analysis ---------------------------------------------------------------------------- */
 
 /* Ties an operand's dim to the extent `s` (open dims must meet an open extent, fixed dims an
  * equal fixed one). */
-static stax_status_t tie(smm_t* m, int32_t v, int32_t d, sym_t s, const char* what) {
+static stax_status_t tie(smm_t* m, int32_t v, int32_t d, lower_sym_t s, const char* what) {
   lower_t* L = m->L;
   const stax_jit_value_t* value = lower_value(L, v);
   bool open = lower_dim_open(L, v, d);
@@ -212,18 +115,19 @@ static stax_status_t analyze(smm_t* m, int32_t node_index) {
                           lower_value_name(L, L->group->outputs[i]));
   }
   STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, skip, 2));
-  sym_t space[STAX_MAX_RANK];
+  lower_sym_t space[STAX_MAX_RANK];
   for (int32_t e = 0; e < L->rank; e++)
-    space[e] = L->dim_params[e] >= 0 ? sym_param(L->dim_params[e]) : sym_const(L->dims[e]);
+    space[e] = L->dim_params[e] >= 0 ? lower_sym_param(L->dim_params[e])
+                                     : lower_sym_const(L->dims[e]);
   int32_t ar = a->rank, br = b->rank;
   m->m = space[m->rank - 2];
   m->n = space[m->rank - 1];
   STAX_RETURN_IF_ERROR(tie(m, m->a, ar - 2, m->m, "M"));
   STAX_RETURN_IF_ERROR(tie(m, m->b, br - 1, m->n, "N"));
   if (lower_dim_open(L, m->a, ar - 1))
-    m->kd = sym_param(stax_kir_add_read_param(m->k, "kdim", L->buffer[m->a], ar - 1, false));
+    m->kd = lower_sym_param(stax_kir_add_read_param(m->k, "kdim", L->buffer[m->a], ar - 1, false));
   else
-    m->kd = sym_const(a->dims[ar - 1]);
+    m->kd = lower_sym_const(a->dims[ar - 1]);
   STAX_RETURN_IF_ERROR(tie(m, m->a, ar - 1, m->kd, "K"));
   STAX_RETURN_IF_ERROR(tie(m, m->b, br - 2, m->kd, "K"));
   m->a_row = value_stride(m, m->a, ar - 2);
@@ -234,7 +138,7 @@ static stax_status_t analyze(smm_t* m, int32_t node_index) {
   for (int32_t e = 0; e < m->batch_rank; e++) {
     m->batch[e] = space[e];
     int32_t da = e - (m->batch_rank - (ar - 2)), db = e - (m->batch_rank - (br - 2));
-    m->a_batch[e] = m->b_batch[e] = sym_const(0);
+    m->a_batch[e] = m->b_batch[e] = lower_sym_const(0);
     if (da >= 0 && (lower_dim_open(L, m->a, da) || a->dims[da] != 1)) {
       STAX_RETURN_IF_ERROR(tie(m, m->a, da, space[e], "batch"));
       m->a_batch[e] = value_stride(m, m->a, da);
@@ -265,7 +169,7 @@ static stax_kir_block_t* batch_nest(smm_t* m, stax_kir_block_t* block) {
     int32_t e = order[i];
     m->batch_forms[e] = stax_kir_index_constant(0);
     if (m->batch[e].p < 0 && m->batch[e].c == 1) continue;
-    stax_kir_loop_t* loop = sym_loop(m, block, "g", m->batch[e]);
+    stax_kir_loop_t* loop = lower_sym_loop(m->k, block, "g", m->batch[e]);
     if (!loop) return NULL;
     loop->parallel = i == 0 && m->L->options->thread_count > 1;
     stax_kir_index_add_term(m->k, &m->batch_forms[e], stax_kir_loop_id(m->k, loop), 1);
@@ -273,9 +177,10 @@ static stax_kir_block_t* batch_nest(smm_t* m, stax_kir_block_t* block) {
   }
   m->batch_a = m->batch_b = m->batch_packed = stax_kir_index_constant(0);
   for (int32_t e = 0; e < m->batch_rank; e++) {
-    index_add_scaled(m, &m->batch_a, &m->batch_forms[e], m->a_batch[e]);
-    index_add_scaled(m, &m->batch_b, &m->batch_forms[e], m->b_batch[e]);
-    if (m->packed) index_add_scaled(m, &m->batch_packed, &m->batch_forms[e], m->packed_batch[e]);
+    lower_sym_index_add_scaled(m->k, &m->batch_a, &m->batch_forms[e], m->a_batch[e]);
+    lower_sym_index_add_scaled(m->k, &m->batch_b, &m->batch_forms[e], m->b_batch[e]);
+    if (m->packed)
+      lower_sym_index_add_scaled(m->k, &m->batch_packed, &m->batch_forms[e], m->packed_batch[e]);
   }
   return block;
 }
@@ -284,18 +189,19 @@ static stax_kir_block_t* batch_nest(smm_t* m, stax_kir_block_t* block) {
 static void pack_panel(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t* panel,
                        const stax_kir_index_t* col_base) {
   stax_kir_kernel_t* k = m->k;
-  stax_kir_loop_t* depth = sym_loop(m, block, "pk", m->kd);
-  stax_kir_loop_t* columns = depth ? sym_loop(m, &depth->body, "pj", sym_const(m->nr)) : NULL;
+  stax_kir_loop_t* depth = lower_sym_loop(m->k, block, "pk", m->kd);
+  stax_kir_loop_t* columns =
+      depth ? lower_sym_loop(m->k, &depth->body, "pj", lower_sym_const(m->nr)) : NULL;
   if (!columns) return;
   /* Lanes need a fixed stride; a run-time column stride packs one element at a time. */
   columns->vector_width = m->b_col.p < 0 ? m->nr : 1;
   int32_t kk = stax_kir_loop_id(k, depth), j = stax_kir_loop_id(k, columns);
   stax_kir_index_t source = m->batch_b;
-  index_term(m, &source, kk, m->b_depth);
-  index_add_scaled(m, &source, col_base, m->b_col);
-  index_term(m, &source, j, m->b_col);
+  lower_sym_index_term(m->k, &source, kk, m->b_depth);
+  lower_sym_index_add_scaled(m->k, &source, col_base, m->b_col);
+  lower_sym_index_term(m->k, &source, j, m->b_col);
   stax_kir_index_t target = m->batch_packed;
-  index_add_scaled(m, &target, panel, m->panel_stride);
+  lower_sym_index_add_scaled(m->k, &target, panel, m->panel_stride);
   stax_kir_index_add_term(k, &target, kk, m->nr);
   stax_kir_index_add_term(k, &target, j, 1);
   stax_kir_add_store(k, &columns->body, m->panel_buffer, &target,
@@ -310,13 +216,13 @@ static void emit_tile(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t*
   stax_kir_kernel_t* k = m->k;
   int32_t tile = m->tile_count++;
   char name[32];
-  stax_kir_loop_t* columns = sym_loop(m, block, "j", sym_const(lanes));
+  stax_kir_loop_t* columns = lower_sym_loop(m->k, block, "j", lower_sym_const(lanes));
   if (!columns) return;
   columns->vector_width = lanes;
   int32_t j = stax_kir_loop_id(k, columns);
   int32_t accumulators[32];
   lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
-  stax_kir_loop_t* depth = sym_loop(m, &columns->body, "k", m->kd);
+  stax_kir_loop_t* depth = lower_sym_loop(m->k, &columns->body, "k", m->kd);
   if (!depth) return;
   depth->unroll = 4;
   int32_t kk = stax_kir_loop_id(k, depth);
@@ -325,15 +231,15 @@ static void emit_tile(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t*
   if (packed) {
     b_buffer = m->panel_buffer;
     b_index = m->batch_packed;
-    index_add_scaled(m, &b_index, panel, m->panel_stride);
+    lower_sym_index_add_scaled(m->k, &b_index, panel, m->panel_stride);
     stax_kir_index_add_term(k, &b_index, kk, m->nr);
     stax_kir_index_add_term(k, &b_index, j, 1);
   } else {
     b_buffer = L->buffer[m->b];
     b_index = m->batch_b;
-    index_term(m, &b_index, kk, m->b_depth);
-    index_add_scaled(m, &b_index, col_base, m->b_col);
-    index_term(m, &b_index, j, m->b_col);
+    lower_sym_index_term(m->k, &b_index, kk, m->b_depth);
+    lower_sym_index_add_scaled(m->k, &b_index, col_base, m->b_col);
+    lower_sym_index_term(m->k, &b_index, j, m->b_col);
   }
   snprintf(name, sizeof(name), "b%d", (int)tile);
   int32_t b_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
@@ -342,8 +248,8 @@ static void emit_tile(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t*
     stax_kir_index_t a_index = m->batch_a;
     stax_kir_index_t row = *row_base;
     row.constant += r;
-    index_add_scaled(m, &a_index, &row, m->a_row);
-    index_term(m, &a_index, kk, m->a_depth);
+    lower_sym_index_add_scaled(m->k, &a_index, &row, m->a_row);
+    lower_sym_index_term(m->k, &a_index, kk, m->a_depth);
     const stax_kir_expr_t* product =
         stax_kir_fma(k, stax_kir_load(k, L->buffer[m->a], &a_index), stax_kir_local(k, b_local),
                      stax_kir_local(k, accumulators[r]));
@@ -367,7 +273,7 @@ static void emit_tile(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t*
 /* Every panel (and the overlapping last one) against MR rows from row_base. */
 static void emit_row_of_tiles(smm_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base) {
   stax_kir_kernel_t* k = m->k;
-  stax_kir_loop_t* p = sym_loop(m, block, "p", m->tiles_n);
+  stax_kir_loop_t* p = lower_sym_loop(m->k, block, "p", m->tiles_n);
   if (p) {
     int32_t id = stax_kir_loop_id(k, p);
     stax_kir_index_t panel = stax_kir_index_constant(0), col = stax_kir_index_constant(0);
@@ -375,11 +281,11 @@ static void emit_row_of_tiles(smm_t* m, stax_kir_block_t* block, const stax_kir_
     stax_kir_index_add_term(k, &col, id, m->nr);
     emit_tile(m, &p->body, row_base, &col, &panel, m->mr, m->nr, m->packed);
   }
-  stax_kir_loop_t* o = sym_loop(m, block, "po", m->over_n);
+  stax_kir_loop_t* o = lower_sym_loop(m->k, block, "po", m->over_n);
   if (o) {
     stax_kir_index_t panel = stax_kir_index_constant(0), col = stax_kir_index_constant(0);
-    index_add(m, &panel, m->tiles_n);
-    index_add(m, &col, m->last_n);
+    lower_sym_index_add(m->k, &panel, m->tiles_n);
+    lower_sym_index_add(m->k, &col, m->last_n);
     emit_tile(m, &o->body, row_base, &col, &panel, m->mr, m->nr, m->packed);
   }
 }
@@ -387,11 +293,12 @@ static void emit_row_of_tiles(smm_t* m, stax_kir_block_t* block, const stax_kir_
 /* A stage that runs for M >= MR and N >= NR (none when that cannot hold): the block inside
  * its batch loops, or NULL. */
 static stax_kir_block_t* tiled_stage(smm_t* m, const char* name) {
-  if (!possible(m->m, m->mr, INT64_MAX) || !possible(m->n, m->nr, INT64_MAX)) return NULL;
+  if (!lower_sym_possible(m->m, m->mr, INT64_MAX) || !lower_sym_possible(m->n, m->nr, INT64_MAX))
+    return NULL;
   stax_kir_block_t* block = stax_kir_add_stage(m->k, name);
   if (!block) return NULL;
-  stage_when(m, m->m, m->mr, INT64_MAX);
-  stage_when(m, m->n, m->nr, INT64_MAX);
+  lower_sym_stage_when(m->k, m->m, m->mr, INT64_MAX);
+  lower_sym_stage_when(m->k, m->n, m->nr, INT64_MAX);
   return batch_nest(m, block);
 }
 
@@ -399,15 +306,15 @@ static stax_kir_block_t* tiled_stage(smm_t* m, const char* name) {
 static void emit_tiled(smm_t* m) {
   stax_kir_kernel_t* k = m->k;
   stax_kir_block_t* block = tiled_stage(m, "matmul");
-  stax_kir_loop_t* i = block ? sym_loop(m, block, "i", m->tiles_m) : NULL;
+  stax_kir_loop_t* i = block ? lower_sym_loop(m->k, block, "i", m->tiles_m) : NULL;
   if (!i) return;
   stax_kir_index_t row = stax_kir_index_constant(0);
   stax_kir_index_add_term(k, &row, stax_kir_loop_id(k, i), m->mr);
   emit_row_of_tiles(m, &i->body, &row);
-  stax_kir_loop_t* o = sym_loop(m, block, "io", m->over_m);
+  stax_kir_loop_t* o = lower_sym_loop(m->k, block, "io", m->over_m);
   if (!o) return;
   stax_kir_index_t last = stax_kir_index_constant(0);
-  index_add(m, &last, m->last_m);
+  lower_sym_index_add(m->k, &last, m->last_m);
   emit_row_of_tiles(m, &o->body, &last);
 }
 
@@ -416,14 +323,14 @@ static void emit_tiled(smm_t* m) {
 static void emit_small(smm_t* m, const char* name, int64_t lo, int64_t hi, int64_t n_lo,
                        int64_t n_hi) {
   stax_kir_kernel_t* k = m->k;
-  if (!possible(m->m, lo, hi) || !possible(m->n, n_lo, n_hi)) return;
+  if (!lower_sym_possible(m->m, lo, hi) || !lower_sym_possible(m->n, n_lo, n_hi)) return;
   stax_kir_block_t* block = stax_kir_add_stage(k, name);
   if (!block) return;
-  stage_when(m, m->m, lo, hi);
-  if (n_lo > 0 || n_hi < INT64_MAX) stage_when(m, m->n, n_lo, n_hi);
+  lower_sym_stage_when(m->k, m->m, lo, hi);
+  if (n_lo > 0 || n_hi < INT64_MAX) lower_sym_stage_when(m->k, m->n, n_lo, n_hi);
   block = batch_nest(m, block);
-  stax_kir_loop_t* r = block ? sym_loop(m, block, "r", m->m) : NULL;
-  stax_kir_loop_t* c = r ? sym_loop(m, &r->body, "c", m->n) : NULL;
+  stax_kir_loop_t* r = block ? lower_sym_loop(m->k, block, "r", m->m) : NULL;
+  stax_kir_loop_t* c = r ? lower_sym_loop(m->k, &r->body, "c", m->n) : NULL;
   if (!c) return;
   stax_kir_index_t row = stax_kir_index_constant(0), col = stax_kir_index_constant(0);
   stax_kir_index_add_term(k, &row, stax_kir_loop_id(k, r), 1);
@@ -435,33 +342,33 @@ static void emit_small(smm_t* m, const char* name, int64_t lo, int64_t hi, int64
 static void emit_pack(smm_t* m) {
   stax_kir_kernel_t* k = m->k;
   /* The batch points' panels, packed_batch apart (innermost batch dim last). */
-  m->panel_stride = sym_mul(m, m->kd, sym_const(m->nr));
-  m->panel_size = sym_mul(m, m->panels_n, m->panel_stride);
-  sym_t total = m->panel_size;
+  m->panel_stride = lower_sym_mul(m->k, m->kd, lower_sym_const(m->nr));
+  m->panel_size = lower_sym_mul(m->k, m->panels_n, m->panel_stride);
+  lower_sym_t total = m->panel_size;
   for (int32_t e = m->batch_rank - 1; e >= 0; e--) {
     m->packed_batch[e] = total;
-    total = sym_mul(m, total, m->batch[e]);
+    total = lower_sym_mul(m->k, total, m->batch[e]);
   }
-  int64_t example = sym_example(m, total);
+  int64_t example = lower_sym_example(m->k, total);
   int64_t dims[1] = {example > 0 ? example : 1};
   m->panel_buffer =
       stax_kir_add_buffer(k, "panels", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1, dims, NULL);
   if (total.p >= 0 && m->panel_buffer >= 0)
-    stax_kir_buffer_dim_param(k, m->panel_buffer, 0, sym_plain(m, "panel_total", total));
+    stax_kir_buffer_dim_param(k, m->panel_buffer, 0, lower_sym_plain(m->k, "panel_total", total));
   stax_kir_block_t* block = tiled_stage(m, "pack");
-  stax_kir_loop_t* p = block ? sym_loop(m, block, "pp", m->tiles_n) : NULL;
+  stax_kir_loop_t* p = block ? lower_sym_loop(m->k, block, "pp", m->tiles_n) : NULL;
   if (!p) return;
   int32_t id = stax_kir_loop_id(k, p);
   stax_kir_index_t panel = stax_kir_index_constant(0), col = stax_kir_index_constant(0);
   stax_kir_index_add_term(k, &panel, id, 1);
   stax_kir_index_add_term(k, &col, id, m->nr);
   pack_panel(m, &p->body, &panel, &col);
-  stax_kir_loop_t* o = sym_loop(m, block, "po", m->over_n);
+  stax_kir_loop_t* o = lower_sym_loop(m->k, block, "po", m->over_n);
   if (!o) return;
   panel = stax_kir_index_constant(0);
   col = stax_kir_index_constant(0);
-  index_add(m, &panel, m->tiles_n);
-  index_add(m, &col, m->last_n);
+  lower_sym_index_add(m->k, &panel, m->tiles_n);
+  lower_sym_index_add(m->k, &col, m->last_n);
   pack_panel(m, &o->body, &panel, &col);
 }
 
@@ -478,13 +385,13 @@ stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node) {
   int32_t native = L->vector_lanes_f32;
   m.nr = m.n.p < 0 && m.n.c >= 2 * native ? 2 * native : native;
   m.mr = stax_jit_matmul_tile_rows(native);
-  m.tiles_m = sym_derive(&m, "tiles_m", m.m, 1, 0, m.mr, 0, 0, 0, 0);
-  m.over_m = sym_derive(&m, "over_m", m.m, 1, m.mr - 1, m.mr, -1, 0, m.mr, 0);
-  m.last_m = sym_derive(&m, "last_m", m.m, 1, 0, 1, 0, 0, 0, -m.mr);
-  m.tiles_n = sym_derive(&m, "tiles_n", m.n, 1, 0, m.nr, 0, 0, 0, 0);
-  m.over_n = sym_derive(&m, "over_n", m.n, 1, m.nr - 1, m.nr, -1, 0, m.nr, 0);
-  m.last_n = sym_derive(&m, "last_n", m.n, 1, 0, 1, 0, 0, 0, -m.nr);
-  m.panels_n = sym_derive(&m, "panels_n", m.n, 1, m.nr - 1, m.nr, 0, 0, 0, 0);
+  m.tiles_m = lower_sym_derive(m.k, "tiles_m", m.m, 1, 0, m.mr, 0, 0, 0, 0);
+  m.over_m = lower_sym_derive(m.k, "over_m", m.m, 1, m.mr - 1, m.mr, -1, 0, m.mr, 0);
+  m.last_m = lower_sym_derive(m.k, "last_m", m.m, 1, 0, 1, 0, 0, 0, -m.mr);
+  m.tiles_n = lower_sym_derive(m.k, "tiles_n", m.n, 1, 0, m.nr, 0, 0, 0, 0);
+  m.over_n = lower_sym_derive(m.k, "over_n", m.n, 1, m.nr - 1, m.nr, -1, 0, m.nr, 0);
+  m.last_n = lower_sym_derive(m.k, "last_n", m.n, 1, 0, 1, 0, 0, 0, -m.nr);
+  m.panels_n = lower_sym_derive(m.k, "panels_n", m.n, 1, m.nr - 1, m.nr, 0, 0, 0, 0);
   /* B is packed for the tiled stage (M >= MR: every row tile reads the panels again, and a
    * panel is one contiguous stream, where B's own rows may lie a view's stride apart);
    * measured on P.V at S = 384, reading a contiguous-column B in place was 1.34x slower. */
