@@ -81,13 +81,8 @@ typedef struct axis_t {
 typedef struct conv_t {
   lower_t* L;
   stax_kir_kernel_t* k;
-  int32_t node;
-  const char* name; /* the node's name, for messages */
-  int32_t x, w, bias, out;
-  int32_t spatial;
-  int64_t batch, channels, out_channels, group, cg, mg;
+  lower_conv_geometry_t g;
   int32_t batch_param; /* symbolic groups: N is this kernel parameter; -1: N is fixed */
-  stax_window_t window;
   /* What the compute reads: the padded scratch copy or X itself, strides over [N, C, D..]. */
   bool padded;
   int32_t source;
@@ -117,95 +112,85 @@ static bool same_dims(const stax_jit_value_t* a, int32_t rank, const int64_t* di
 
 /* The window geometry, through the generic kernel's attribute rules: they read the input's
  * rank and dims from a tensor, so a descriptor with only those set stands in for X. */
-static stax_status_t read_window(conv_t* c) {
-  const stax_jit_node_t* node = &c->L->group->nodes[c->node];
-  const stax_jit_value_t* x = lower_value(c->L, c->x);
-  const stax_jit_value_t* w = lower_value(c->L, c->w);
+static stax_status_t read_window(const lower_t* L, lower_conv_geometry_t* g) {
+  const stax_jit_node_t* node = &L->group->nodes[g->node];
+  const stax_jit_value_t* x = lower_value(L, g->x);
+  const stax_jit_value_t* w = lower_value(L, g->w);
   stax_tensor_t shape = {.dtype = x->dtype, .rank = x->rank};
   memcpy(shape.dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
   stax_kernel_call_t call = {.node = node->node};
-  STAX_RETURN_IF_ERROR(stax_window_read(&call, &shape, &c->window));
+  STAX_RETURN_IF_ERROR(stax_window_read(&call, &shape, &g->window));
   const int64_t* kernel_shape = NULL;
   int32_t given = -1;
   STAX_RETURN_IF_ERROR(stax_node_attr_ints(node->node, "kernel_shape", &given, &kernel_shape));
-  for (int32_t i = 0; i < c->spatial; i++) {
+  for (int32_t i = 0; i < g->spatial; i++) {
     if (w->dims[2 + i] < 1 ||
-        (given >= 0 && (given != c->spatial || kernel_shape[i] != w->dims[2 + i])))
+        (given >= 0 && (given != g->spatial || kernel_shape[i] != w->dims[2 + i])))
       return stax_status_make(STAX_INVALID_ARGUMENT,
                               "Conv node '%s': weight dim %d (%lld) does not match kernel_shape",
-                              c->name, 2 + i, (long long)w->dims[2 + i]);
-    c->window.kernel[i] = w->dims[2 + i];
+                              g->name, 2 + i, (long long)w->dims[2 + i]);
+    g->window.kernel[i] = w->dims[2 + i];
   }
-  return stax_window_forward(&call, &c->window);
+  return stax_window_forward(&call, &g->window);
 }
 
-static stax_status_t analyze(conv_t* c) {
-  lower_t* L = c->L;
-  const stax_jit_node_t* node = &L->group->nodes[c->node];
-  c->name = node->node->name ? node->node->name : "";
-  c->x = node->inputs[0];
-  c->w = node->inputs[1];
-  c->bias = node->input_count > 2 ? node->inputs[2] : -1;
-  c->out = node->outputs[0];
-  if (c->x < 0 || c->w < 0 || c->out < 0)
-    return stax_status_make(STAX_INVALID_ARGUMENT, "Conv node '%s' lacks X, W or Y", c->name);
-  const stax_jit_value_t* x = lower_value(L, c->x);
-  const stax_jit_value_t* w = lower_value(L, c->w);
-  const stax_jit_value_t* out = lower_value(L, c->out);
-  const stax_jit_value_t* b = c->bias >= 0 ? lower_value(L, c->bias) : NULL;
+stax_status_t lower_conv_geometry(lower_t* L, int32_t node_index, lower_conv_geometry_t* g) {
+  memset(g, 0, sizeof(*g));
+  g->node = node_index;
+  const stax_jit_node_t* node = &L->group->nodes[node_index];
+  g->name = node->node->name ? node->node->name : "";
+  g->x = node->inputs[0];
+  g->w = node->inputs[1];
+  g->bias = node->input_count > 2 ? node->inputs[2] : -1;
+  g->out = node->outputs[0];
+  if (g->x < 0 || g->w < 0 || g->out < 0)
+    return stax_status_make(STAX_INVALID_ARGUMENT, "Conv node '%s' lacks X, W or Y", g->name);
+  const stax_jit_value_t* x = lower_value(L, g->x);
+  const stax_jit_value_t* w = lower_value(L, g->w);
+  const stax_jit_value_t* out = lower_value(L, g->out);
+  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
   if (x->dtype != STAX_DTYPE_FLOAT32 || w->dtype != STAX_DTYPE_FLOAT32 ||
       out->dtype != STAX_DTYPE_FLOAT32 || (b && b->dtype != STAX_DTYPE_FLOAT32))
-    return lower_refuse(L, "Conv node '%s' on %s (float32 only)", c->name,
+    return lower_refuse(L, "Conv node '%s' on %s (float32 only)", g->name,
                         stax_dtype_name(x->dtype));
-  if (L->producer[c->x] >= 0 || L->producer[c->w] >= 0 ||
-      (c->bias >= 0 && L->producer[c->bias] >= 0))
-    return lower_refuse(L, "an operand of Conv node '%s' is computed in the group", c->name);
+  if (L->producer[g->x] >= 0 || L->producer[g->w] >= 0 ||
+      (g->bias >= 0 && L->producer[g->bias] >= 0))
+    return lower_refuse(L, "an operand of Conv node '%s' is computed in the group", g->name);
   if (x->rank < 3 || x->rank - 2 > CONV_MAX_SPATIAL)
-    return lower_refuse(L, "Conv node '%s' with %d spatial dims (1 to %d supported)", c->name,
+    return lower_refuse(L, "Conv node '%s' with %d spatial dims (1 to %d supported)", g->name,
                         (int)(x->rank - 2), CONV_MAX_SPATIAL);
-  c->spatial = x->rank - 2;
+  g->spatial = x->rank - 2;
   int64_t group = 1;
   STAX_RETURN_IF_ERROR(stax_node_attr_int(node->node, "group", 1, &group));
-  c->batch = x->dims[0];
-  c->channels = x->dims[1];
-  c->out_channels = w->rank == x->rank ? w->dims[0] : -1;
-  c->group = group;
-  if (group < 1 || w->rank != x->rank || w->dims[1] * group != c->channels ||
-      c->out_channels % group != 0 || (b && (b->rank != 1 || b->dims[0] != c->out_channels)))
+  g->batch = x->dims[0];
+  g->channels = x->dims[1];
+  g->out_channels = w->rank == x->rank ? w->dims[0] : -1;
+  g->group = group;
+  if (group < 1 || w->rank != x->rank || w->dims[1] * group != g->channels ||
+      g->out_channels % group != 0 || (b && (b->rank != 1 || b->dims[0] != g->out_channels)))
     return stax_status_make(STAX_INVALID_ARGUMENT,
                             "Conv node '%s': weight %s, bias or group %lld do not match input '%s'",
-                            c->name, lower_value_name(L, c->w), (long long)group,
-                            lower_value_name(L, c->x));
-  c->cg = c->channels / group;
-  c->mg = c->out_channels / group;
-  STAX_RETURN_IF_ERROR(read_window(c));
-  int64_t dims[STAX_MAX_RANK] = {c->batch, c->out_channels};
-  for (int32_t i = 0; i < c->spatial; i++) dims[2 + i] = c->window.output[i];
+                            g->name, lower_value_name(L, g->w), (long long)group,
+                            lower_value_name(L, g->x));
+  g->cg = g->channels / group;
+  g->mg = g->out_channels / group;
+  STAX_RETURN_IF_ERROR(read_window(L, g));
+  int64_t dims[STAX_MAX_RANK] = {g->batch, g->out_channels};
+  for (int32_t i = 0; i < g->spatial; i++) dims[2 + i] = g->window.output[i];
   if (!same_dims(out, x->rank, dims))
     return stax_status_make(STAX_INVALID_ARGUMENT,
-                            "Conv node '%s': output '%s' dims do not match the window", c->name,
-                            lower_value_name(L, c->out));
+                            "Conv node '%s': output '%s' dims do not match the window", g->name,
+                            lower_value_name(L, g->out));
 
+  if (L->group->symbolic && (w->open_dims || (b && b->open_dims) || (x->open_dims & 2u) ||
+                             (out->open_dims & 2u)))
+    return lower_refuse(L, "Conv node '%s' with open channels or weights", g->name);
   /* The epilogue runs in the output's space. */
   L->rank = out->rank;
   memcpy(L->dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
-  c->batch_param = -1;
-  if (L->group->symbolic) {
-    /* Only the batch may vary: X's and Y's dim 0, nothing of W or B. */
-    const uint32_t batch_only = 1u;
-    if ((x->open_dims & ~batch_only) || (out->open_dims & ~batch_only) || w->open_dims ||
-        (b && b->open_dims) || (x->open_dims != out->open_dims))
-      return lower_refuse(L, "Conv node '%s' with open spatial dims, channels or weights "
-                             "(only the batch may vary)", c->name);
-    STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, NULL, 0));
-    for (int32_t e = 1; e < L->rank; e++)
-      if (L->dim_params[e] >= 0)
-        return lower_refuse(L, "Conv node '%s': the epilogue varies in dim %d", c->name, (int)e);
-    c->batch_param = L->dim_params[0];
-  }
   for (int32_t v = 0; v < L->group->value_count; v++) {
     /* The operands need not fit unless the epilogue reads them too. */
-    if ((v == c->x || v == c->w || v == c->bias) && L->uses[v] == 1) continue;
+    if ((v == g->x || v == g->w || v == g->bias) && L->uses[v] == 1) continue;
     bool used = L->uses[v] > 0 || L->producer[v] >= 0;
     if (used && !lower_value_fits(L, v, 0, L->rank))
       return lower_refuse(L, "value '%s' does not fit the Conv output", lower_value_name(L, v));
@@ -215,6 +200,26 @@ static stax_status_t analyze(conv_t* c) {
     if (!same_dims(lower_value(L, o), out->rank, out->dims))
       return lower_refuse(L, "output '%s' is not Conv-shaped", lower_value_name(L, o));
   }
+  return STAX_OK;
+}
+
+/* The exact-shape kernel's analysis; in a symbolic group (only the batch open) the batch's
+ * parameter. */
+static stax_status_t analyze(conv_t* c) {
+  lower_t* L = c->L;
+  STAX_RETURN_IF_ERROR(lower_conv_geometry(L, c->g.node, &c->g));
+  c->batch_param = -1;
+  if (!L->group->symbolic) return STAX_OK;
+  const stax_jit_value_t* x = lower_value(L, c->g.x);
+  const stax_jit_value_t* out = lower_value(L, c->g.out);
+  if ((x->open_dims & ~1u) || x->open_dims != out->open_dims)
+    return lower_refuse(L, "Conv node '%s': a symbolic kernel here takes an open batch only",
+                        c->g.name);
+  STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, NULL, 0));
+  for (int32_t e = 1; e < L->rank; e++)
+    if (L->dim_params[e] >= 0)
+      return lower_refuse(L, "Conv node '%s': the epilogue varies in dim %d", c->g.name, (int)e);
+  c->batch_param = L->dim_params[0];
   return STAX_OK;
 }
 
@@ -256,10 +261,10 @@ static void zero_fill(conv_t* c, stax_kir_block_t* block, const stax_kir_index_t
  * rest of the phase (zeros). */
 static void pad_row_phases(conv_t* c, stax_kir_block_t* block, const stax_kir_index_t* target,
                            const stax_kir_index_t* source) {
-  const stax_jit_value_t* x = lower_value(c->L, c->x);
-  int32_t last = c->spatial - 1;
-  int64_t stride = c->phases, length = c->phase_length, begin = c->window.pads[last];
-  int64_t input = c->window.input[last], x_stride = x->strides[2 + last];
+  const stax_jit_value_t* x = lower_value(c->L, c->g.x);
+  int32_t last = c->g.spatial - 1;
+  int64_t stride = c->phases, length = c->phase_length, begin = c->g.window.pads[last];
+  int64_t input = c->g.window.input[last], x_stride = x->strides[2 + last];
   for (int64_t b = 0; b < stride; b++) {
     int64_t low = stax_ceil_div(begin - b, stride), high = stax_ceil_div(begin + input - b, stride);
     low = low < 0 ? 0 : low > length ? length : low;
@@ -278,7 +283,7 @@ static void pad_row_phases(conv_t* c, stax_kir_block_t* block, const stax_kir_in
       from.constant += (stride * low + b - begin) * x_stride;
       stax_kir_index_add_term(c->k, &from, id, stride * x_stride);
       stax_kir_add_store(c->k, &loop->body, c->source, &to,
-                         stax_kir_load(c->k, c->L->buffer[c->x], &from));
+                         stax_kir_load(c->k, c->L->buffer[c->g.x], &from));
     }
     stax_kir_index_t tail = base;
     tail.constant += high;
@@ -288,27 +293,27 @@ static void pad_row_phases(conv_t* c, stax_kir_block_t* block, const stax_kir_in
 
 static void pad_dim(conv_t* c, stax_kir_block_t* block, int32_t d, const stax_kir_index_t* target,
                     const stax_kir_index_t* source) {
-  if (d == c->spatial - 1 && c->phases > 1) {
+  if (d == c->g.spatial - 1 && c->phases > 1) {
     pad_row_phases(c, block, target, source);
     return;
   }
-  const stax_window_t* win = &c->window;
-  const stax_jit_value_t* x = lower_value(c->L, c->x);
-  int64_t begin = win->pads[d], end = win->pads[c->spatial + d], input = win->input[d];
+  const stax_window_t* win = &c->g.window;
+  const stax_jit_value_t* x = lower_value(c->L, c->g.x);
+  int64_t begin = win->pads[d], end = win->pads[c->g.spatial + d], input = win->input[d];
   int64_t slab = c->source_strides[2 + d];
   zero_fill(c, block, target, begin * slab);
   if (input > 0) {
-    stax_kir_loop_t* loop = add_loop(c, block, d == c->spatial - 1 ? "cx" : "cd", input);
+    stax_kir_loop_t* loop = add_loop(c, block, d == c->g.spatial - 1 ? "cx" : "cd", input);
     if (!loop) return;
     int32_t id = stax_kir_loop_id(c->k, loop);
     stax_kir_index_t inner_target = *target, inner_source = *source;
     inner_target.constant += begin * slab;
     stax_kir_index_add_term(c->k, &inner_target, id, slab);
     stax_kir_index_add_term(c->k, &inner_source, id, x->strides[2 + d]);
-    if (d == c->spatial - 1) {
+    if (d == c->g.spatial - 1) {
       loop->vector_width = c->L->vector_lanes_f32;
       stax_kir_add_store(c->k, &loop->body, c->source, &inner_target,
-                         stax_kir_load(c->k, c->L->buffer[c->x], &inner_source));
+                         stax_kir_load(c->k, c->L->buffer[c->g.x], &inner_source));
     } else {
       pad_dim(c, &loop->body, d + 1, &inner_target, &inner_source);
     }
@@ -319,10 +324,10 @@ static void pad_dim(conv_t* c, stax_kir_block_t* block, int32_t d, const stax_ki
 }
 
 static void emit_pad(conv_t* c) {
-  const stax_jit_value_t* x = lower_value(c->L, c->x);
-  int64_t dims[STAX_MAX_RANK] = {c->batch, c->channels};
-  for (int32_t i = 0; i < c->spatial; i++)
-    dims[2 + i] = c->window.input[i] + c->window.pads[i] + c->window.pads[c->spatial + i];
+  const stax_jit_value_t* x = lower_value(c->L, c->g.x);
+  int64_t dims[STAX_MAX_RANK] = {c->g.batch, c->g.channels};
+  for (int32_t i = 0; i < c->g.spatial; i++)
+    dims[2 + i] = c->g.window.input[i] + c->g.window.pads[i] + c->g.window.pads[c->g.spatial + i];
   c->phase_length = stax_ceil_div(dims[x->rank - 1], c->phases);
   dims[x->rank - 1] = c->phases * c->phase_length;
   c->source = stax_kir_add_buffer(c->k, "padded", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32,
@@ -331,13 +336,13 @@ static void emit_pad(conv_t* c) {
     stax_kir_buffer_dim_param(c->k, c->source, 0, c->batch_param);
   stax_shape_contiguous_strides(x->rank, dims, c->source_strides);
   bool open = c->batch_param >= 0;
-  if ((!open && c->batch == 0) || c->channels == 0) return;
+  if ((!open && c->g.batch == 0) || c->g.channels == 0) return;
   /* Planes in parallel over the longer of N and C; over C when N is open (any N, one
    * kernel: the channels are what is known). */
   stax_kir_block_t* block = stax_kir_add_stage(c->k, "pad");
-  bool channels_first = open || c->channels > c->batch;
-  int64_t outer = channels_first ? c->channels : c->batch;
-  int64_t inner = channels_first ? c->batch : c->channels;
+  bool channels_first = open || c->g.channels > c->g.batch;
+  int64_t outer = channels_first ? c->g.channels : c->g.batch;
+  int64_t inner = channels_first ? c->g.batch : c->g.channels;
   if (open) inner = 1; /* for the grain: per batch image */
   stax_kir_loop_t* a = block ? add_loop(c, block, "pa", outer) : NULL;
   stax_kir_loop_t* b = a ? add_loop(c, &a->body, "pb", inner) : NULL;
@@ -368,12 +373,12 @@ static const axis_t* find_axis(const conv_t* c, axis_kind_t kind, int32_t dim) {
 static void emit_tile(conv_t* c, stax_kir_block_t* block) {
   lower_t* L = c->L;
   stax_kir_kernel_t* k = c->k;
-  const stax_jit_value_t* w = lower_value(L, c->w);
+  const stax_jit_value_t* w = lower_value(L, c->g.w);
   const axis_t* batch = find_axis(c, AXIS_BATCH, 0);
   const axis_t* group = find_axis(c, AXIS_GROUP, 0);
   const axis_t* channels = find_axis(c, AXIS_CHANNELS, 0);
   const axis_t* positions = find_axis(c, AXIS_POSITIONS, 0);
-  int32_t rows = channels->size, lanes = positions->size, last = c->spatial - 1;
+  int32_t rows = channels->size, lanes = positions->size, last = c->g.spatial - 1;
   int32_t tile = c->tiles++;
   char name[32];
   stax_kir_loop_t* columns = add_loop(c, block, "j", lanes);
@@ -384,16 +389,16 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
   lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
   /* The first output channel of the tile: g * (M/G) + tile base. */
   stax_kir_index_t channel = channels->form;
-  stax_kir_index_add_scaled(k, &channel, &group->form, c->mg);
+  stax_kir_index_add_scaled(k, &channel, &group->form, c->g.mg);
   /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
   stax_kir_index_t x_index = stax_kir_index_constant(0);
   stax_kir_index_add_scaled(k, &x_index, &batch->form, c->source_strides[0]);
-  stax_kir_index_add_scaled(k, &x_index, &group->form, c->cg * c->source_strides[1]);
+  stax_kir_index_add_scaled(k, &x_index, &group->form, c->g.cg * c->source_strides[1]);
   for (int32_t i = 0; i < last; i++)
     stax_kir_index_add_scaled(k, &x_index, &find_axis(c, AXIS_OUTER, i)->form,
-                              c->window.strides[i] * c->source_strides[2 + i]);
+                              c->g.window.strides[i] * c->source_strides[2 + i]);
   /* Next output position: S input positions on, or the next slot of a phase-split row. */
-  int64_t lane_step = c->source_strides[2 + last] * (c->phases > 1 ? 1 : c->window.strides[last]);
+  int64_t lane_step = c->source_strides[2 + last] * (c->phases > 1 ? 1 : c->g.window.strides[last]);
   stax_kir_index_add_scaled(k, &x_index, &positions->form, lane_step);
   stax_kir_index_add_term(k, &x_index, j, lane_step);
   stax_kir_index_t w_index = stax_kir_index_constant(0);
@@ -402,9 +407,9 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
    * when long (a 1x1 conv's channel loop), short kernel loops LLVM unrolls by itself. */
   stax_kir_block_t* body = &columns->body;
   stax_kir_loop_t* innermost = NULL;
-  int32_t loop_dims = c->phases > 1 ? last : c->spatial;
+  int32_t loop_dims = c->phases > 1 ? last : c->g.spatial;
   for (int32_t d = -1; d < loop_dims; d++) {
-    int64_t extent = d < 0 ? c->cg : c->window.kernel[d];
+    int64_t extent = d < 0 ? c->g.cg : c->g.window.kernel[d];
     if (extent == 1) continue;
     stax_kir_loop_t* loop = add_loop(c, body, d < 0 ? "ci" : "kk", extent);
     if (!loop) return;
@@ -413,7 +418,7 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
       stax_kir_index_add_term(k, &x_index, id, c->source_strides[1]);
       stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
     } else {
-      stax_kir_index_add_term(k, &x_index, id, c->window.dilations[d] * c->source_strides[2 + d]);
+      stax_kir_index_add_term(k, &x_index, id, c->g.window.dilations[d] * c->source_strides[2 + d]);
       stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
     }
     body = &loop->body;
@@ -422,11 +427,11 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
   if (innermost && innermost->extent >= 8) innermost->unroll = 4;
   /* A phase-split row's taps sit at constant offsets (tap * dilation in phase and slot): one
    * statement group per tap instead of a loop. */
-  int64_t taps = c->phases > 1 ? c->window.kernel[last] : 1;
+  int64_t taps = c->phases > 1 ? c->g.window.kernel[last] : 1;
   for (int64_t tap = 0; tap < taps; tap++) {
     stax_kir_index_t x_tap = x_index, w_tap = w_index;
     if (c->phases > 1) {
-      int64_t reach = tap * c->window.dilations[last];
+      int64_t reach = tap * c->g.window.dilations[last];
       x_tap.constant +=
           ((reach % c->phases) * c->phase_length + reach / c->phases) * c->source_strides[2 + last];
       w_tap.constant += tap * w->strides[2 + last];
@@ -438,13 +443,13 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
       stax_kir_index_t weight = w_tap;
       weight.constant += r * w->strides[0];
       const stax_kir_expr_t* product =
-          stax_kir_fma(k, stax_kir_load(k, L->buffer[c->w], &weight), stax_kir_local(k, x_local),
+          stax_kir_fma(k, stax_kir_load(k, L->buffer[c->g.w], &weight), stax_kir_local(k, x_local),
                        stax_kir_local(k, accumulators[r]));
       stax_kir_add_assign(k, body, accumulators[r], product);
     }
   }
   /* The epilogue, channel by channel, at the tile's output points. */
-  const stax_jit_value_t* b = c->bias >= 0 ? lower_value(L, c->bias) : NULL;
+  const stax_jit_value_t* b = c->g.bias >= 0 ? lower_value(L, c->g.bias) : NULL;
   for (int32_t r = 0; r < rows; r++) {
     L->forms[0] = batch->form;
     L->forms[1] = channel;
@@ -458,12 +463,12 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
       stax_kir_index_t bias_index = stax_kir_index_constant(0);
       stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
       value = stax_kir_binary(k, STAX_KIR_ADD, value,
-                              stax_kir_load(k, L->buffer[c->bias], &bias_index));
+                              stax_kir_load(k, L->buffer[c->g.bias], &bias_index));
     }
-    L->fixed[c->out] = value;
+    L->fixed[c->g.out] = value;
     for (int32_t i = 0; i < L->group->output_count; i++)
       lower_store_value(L, &columns->body, L->group->outputs[i], LOWER_FULL, L->rank);
-    L->fixed[c->out] = NULL;
+    L->fixed[c->g.out] = NULL;
   }
 }
 
@@ -532,15 +537,15 @@ static void plan_nest(conv_t* c) {
   int32_t count = 0;
   bool open = c->batch_param >= 0;
   c->axes[count++] =
-      (axis_t){.kind = AXIS_BATCH, .extent = c->batch, .extent_param = c->batch_param};
-  c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->group, .extent_param = -1};
-  for (int32_t i = 0; i + 1 < c->spatial; i++)
+      (axis_t){.kind = AXIS_BATCH, .extent = c->g.batch, .extent_param = c->batch_param};
+  c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->g.group, .extent_param = -1};
+  for (int32_t i = 0; i + 1 < c->g.spatial; i++)
     c->axes[count++] = (axis_t){
-        .kind = AXIS_OUTER, .dim = i, .extent = c->window.output[i], .extent_param = -1};
+        .kind = AXIS_OUTER, .dim = i, .extent = c->g.window.output[i], .extent_param = -1};
   c->axes[count++] =
-      (axis_t){.kind = AXIS_CHANNELS, .extent = c->mg, .tile = c->mr, .extent_param = -1};
+      (axis_t){.kind = AXIS_CHANNELS, .extent = c->g.mg, .tile = c->mr, .extent_param = -1};
   c->axes[count++] = (axis_t){.kind = AXIS_POSITIONS,
-                              .extent = c->window.output[c->spatial - 1],
+                              .extent = c->g.window.output[c->g.spatial - 1],
                               .tile = c->nr,
                               .extent_param = -1};
   c->axis_count = count;
@@ -562,9 +567,9 @@ static void plan_nest(conv_t* c) {
   c->parallel = iterations > 1 || c->axes[chosen].extent_param >= 0;
   /* Multiply-adds per iteration of the parallel loop (per batch image when N is open). */
   double work =
-      (double)c->cg * (double)c->out_channels * (double)(open ? 1 : c->batch);
-  for (int32_t i = 0; i < c->spatial; i++)
-    work *= (double)c->window.kernel[i] * (double)c->window.output[i];
+      (double)c->g.cg * (double)c->g.out_channels * (double)(open ? 1 : c->g.batch);
+  for (int32_t i = 0; i < c->g.spatial; i++)
+    work *= (double)c->g.window.kernel[i] * (double)c->g.window.output[i];
   work /= (double)(iterations > 0 ? iterations : 1);
   c->grain = work >= CONV_TASK_WORK ? 1 : (int64_t)(CONV_TASK_WORK / (work + 1)) + 1;
 }
@@ -574,7 +579,15 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
   memset(&c, 0, sizeof(c));
   c.L = L;
   c.k = L->kernel;
-  c.node = node;
+  c.g.node = node;
+  if (L->group->symbolic) {
+    /* Open spatial dims (an image size that varies) take the symbolic lowering; an open
+     * batch alone keeps this one's tiles. */
+    lower_conv_geometry_t g;
+    STAX_RETURN_IF_ERROR(lower_conv_geometry(L, node, &g));
+    if ((lower_value(L, g.x)->open_dims | lower_value(L, g.out)->open_dims) & ~1u)
+      return lower_conv_symbolic(L, &g);
+  }
   STAX_RETURN_IF_ERROR(analyze(&c));
   /* The epilogue is emitted once per tile variant: keep its math out of line. */
   c.k->compact_math = true;
@@ -583,7 +596,7 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
   c.mr = lanes >= 16 ? 12 : 6;
   /* Rows narrower than a tile (late CNN stages: 7 or 14 wide) leave one vector per
    * accumulator: twice the channels keep as many FMA chains in flight in the same registers. */
-  if (c.window.output[c.spatial - 1] < c.nr) c.mr *= 2;
+  if (c.g.window.output[c.g.spatial - 1] < c.nr) c.mr *= 2;
   /* An empty output: a kernel that does nothing (for a fixed shape; an open batch may be 0 at
    * run time, which the loops handle). */
   int64_t total = 1;
@@ -592,17 +605,17 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
     stax_kir_add_stage(c.k, "empty");
     return stax_kir_kernel_status(c.k);
   }
-  const stax_jit_value_t* x = lower_value(L, c.x);
+  const stax_jit_value_t* x = lower_value(L, c.g.x);
   bool pads = false;
-  for (int32_t i = 0; i < 2 * c.spatial; i++) pads = pads || c.window.pads[i] != 0;
+  for (int32_t i = 0; i < 2 * c.g.spatial; i++) pads = pads || c.g.window.pads[i] != 0;
   /* A strided innermost dim is copied too: the compute's loads then move by the conv stride
    * only (unit-stride vector loads at stride 1). */
-  c.phases = c.window.strides[c.spatial - 1];
+  c.phases = c.g.window.strides[c.g.spatial - 1];
   c.padded = pads || c.phases > 1 || (x->strides[x->rank - 1] != 1 && x->dims[x->rank - 1] > 1);
   if (c.padded) {
     emit_pad(&c);
   } else {
-    c.source = L->buffer[c.x];
+    c.source = L->buffer[c.g.x];
     memcpy(c.source_strides, x->strides, sizeof(int64_t) * (size_t)x->rank);
   }
   plan_nest(&c);

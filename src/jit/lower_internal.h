@@ -9,6 +9,7 @@
  *   lower_sym.c         symbolic extents: a constant or a constant times a parameter
  *   lower_conv.c        Conv (N-D, groups, pads, strides, dilations, bias) with an elementwise
  *                       epilogue
+ *   lower_conv_symbolic.c  Conv over open image sizes (symbolic groups)
  *
  * Values are evaluated lazily, as expressions, at the current point of the iteration space:
  * `forms[e]` is the affine index (over the kernel's loops) of iteration dim e. An external
@@ -22,6 +23,7 @@
 #define STAX_JIT_LOWER_INTERNAL_H_
 
 #include "jit/lower.h"
+#include "kernels/gemm.h"
 
 /* Where a value lives relative to the iteration space of a row kernel: FULL values align to
  * all its dims; ROW values (the outputs of a reduction without keepdims and what is computed
@@ -90,6 +92,26 @@ bool lower_dim_open(const lower_t* L, int32_t value, int32_t d);
  * operands) are neither read nor tied. */
 STAX_MUST_USE stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank,
                                                  const int32_t* skip, int32_t skip_count);
+/* ---- Conv (lower_conv.c, lower_conv_symbolic.c) -------------------------------------------- */
+
+/* A Conv node's operands and window, checked: X [N, C, D..], W [M, C/G, K..], optional B [M],
+ * Y [N, M, O..], G groups; the window's sizes and pads are the example's (the generic
+ * kernel's rules, so both tiers agree). Also sets the iteration space to Y's and checks that
+ * the group's other values fit it. */
+typedef struct lower_conv_geometry_t {
+  int32_t node;
+  const char* name; /* the node's name, for messages */
+  int32_t x, w, bias, out;
+  int32_t spatial;
+  int64_t batch, channels, out_channels, group, cg, mg;
+  stax_window_t window;
+} lower_conv_geometry_t;
+
+STAX_MUST_USE stax_status_t lower_conv_geometry(lower_t* L, int32_t node,
+                                                lower_conv_geometry_t* out);
+/* Symbolic groups whose Conv has open spatial dims (lower_conv_symbolic.c). */
+STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);
+
 /* ---- symbolic extents (lower_sym.c) -------------------------------------------------------- */
 
 /* c * parameter p, or the constant c when p < 0. */

@@ -16,6 +16,7 @@ lower_sym_t lower_sym_param(int32_t p) {
 }
 
 lower_sym_t lower_sym_mul(stax_kir_kernel_t* k, lower_sym_t a, lower_sym_t b) {
+  if (a.c == 0 || b.c == 0) return lower_sym_const(0);
   if (a.p < 0) return (lower_sym_t){a.c * b.c, b.p};
   if (b.p < 0) return (lower_sym_t){a.c * b.c, a.p};
   return (lower_sym_t){a.c * b.c, stax_kir_param_product(k, a.p, b.p)};

@@ -69,7 +69,8 @@ static stax_program_t* build_mixed(void) {
   return finish(g);
 }
 
-/* Two Convs (no rows-generic lowering) and a Sigmoid (rows-generic) of x[N, 3, H, W]. */
+/* Two Convs and a Sigmoid (rows-generic) of x[N, 3, H, W]. The Convs pad SAME with stride 2,
+ * which pads each size differently: no shape-generic kernel, only exact ones. */
 static stax_program_t* build_convs(void) {
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 8), vm_const(g, 3), vm_symbol(g, "H", 3, 64),
@@ -81,7 +82,10 @@ static stax_program_t* build_convs(void) {
   for (int c = 0; c < 2; c++) {
     stax_value_id_t in[2] = {x, vm_initializer(g, c ? "w2" : "w1", STAX_DTYPE_FLOAT32, 4, w_dims,
                                                w)};
-    vm_output(g, vm_node(g, STAX_OP_Conv, c ? "conv2" : "conv1", 2, in, 0, NULL));
+    int64_t twos[2] = {2, 2};
+    stax_attr_t attrs[2] = {stax_attr_string("auto_pad", "SAME_UPPER"),
+                            stax_attr_ints("strides", 2, twos)};
+    vm_output(g, vm_node(g, STAX_OP_Conv, c ? "conv2" : "conv1", 2, in, 2, attrs));
   }
   vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid", x));
   return finish(g);
@@ -118,6 +122,39 @@ static stax_program_t* build_batch_convs(void) {
   stax_value_id_t in4[2] = {r1, vm_initializer(g, "w4", STAX_DTYPE_FLOAT32, 4, w4_dims, w + 3)};
   stax_value_id_t c4 = vm_node(g, STAX_OP_Conv, "conv4", 2, in4, 0, NULL);
   vm_output(g, vm_binary(g, STAX_OP_Add, "residual", c4, r1));
+  return finish(g);
+}
+
+/* Convs of x[N, 4, H, W] with the image size open: pads + bias + Relu, then a residual of
+ * its own input; strided (the phase-split copy) and dilated with asymmetric pads and groups;
+ * a 1x1 read in place (no copy); a 7x7 stride-2 stem. */
+static stax_program_t* build_image_convs(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 4), vm_const(g, 4), vm_symbol(g, "H", 7, 80),
+                               vm_symbol(g, "W", 7, 80)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  static float w[600];
+  for (int i = 0; i < 600; i++) w[i] = (float)((i * 7) % 19) / 19.0f - 0.5f;
+  int64_t w1_dims[4] = {4, 4, 3, 3}, b_dims[1] = {4}, w2_dims[4] = {6, 2, 3, 3},
+          w3_dims[4] = {5, 4, 1, 1}, w4_dims[4] = {3, 4, 7, 7};
+  int64_t ones[4] = {1, 1, 1, 1}, odd_pads[4] = {1, 2, 0, 1}, twos[2] = {2, 2},
+          dil[2] = {1, 2}, threes[4] = {3, 3, 3, 3};
+  /* Relu(Conv(x) + b) + x: the epilogue reads the conv's own input. */
+  stax_value_id_t in1[3] = {x, vm_initializer(g, "w1", STAX_DTYPE_FLOAT32, 4, w1_dims, w),
+                            vm_initializer(g, "b1", STAX_DTYPE_FLOAT32, 1, b_dims, w + 300)};
+  stax_attr_t pads1 = stax_attr_ints("pads", 4, ones);
+  stax_value_id_t c1 = vm_node(g, STAX_OP_Conv, "conv1", 3, in1, 1, &pads1);
+  vm_output(g, vm_binary(g, STAX_OP_Add, "residual", vm_unary(g, STAX_OP_Relu, "relu1", c1), x));
+  stax_value_id_t in2[2] = {x, vm_initializer(g, "w2", STAX_DTYPE_FLOAT32, 4, w2_dims, w + 11)};
+  stax_attr_t attrs2[4] = {stax_attr_int("group", 2), stax_attr_ints("strides", 2, twos),
+                           stax_attr_ints("dilations", 2, dil), stax_attr_ints("pads", 4, odd_pads)};
+  vm_output(g, vm_node(g, STAX_OP_Conv, "conv2", 2, in2, 4, attrs2));
+  stax_value_id_t in3[2] = {x, vm_initializer(g, "w3", STAX_DTYPE_FLOAT32, 4, w3_dims, w + 70)};
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid3",
+                        vm_node(g, STAX_OP_Conv, "conv3", 2, in3, 0, NULL)));
+  stax_value_id_t in4[2] = {x, vm_initializer(g, "w4", STAX_DTYPE_FLOAT32, 4, w4_dims, w + 5)};
+  stax_attr_t attrs4[2] = {stax_attr_ints("strides", 2, twos), stax_attr_ints("pads", 4, threes)};
+  vm_output(g, vm_node(g, STAX_OP_Conv, "conv4", 2, in4, 2, attrs4));
   return finish(g);
 }
 
@@ -250,6 +287,45 @@ static void test_stream_conv_batch(void) {
     int64_t n = round < 8 ? edges[round] : round % 7 == 0 ? vm_rng_range(&rng, 32, 64)
                                                           : vm_rng_range(&rng, 1, 8);
     int64_t dims[4] = {n, 3, 9, 11};
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, dims)};
+    if (!run_both(jit, interp, 1, in, 4)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.compiles, 1);
+  CHECK_EQ_INT(total.generic_versions, 1);
+  CHECK_EQ_INT(total.exact_versions, 0);
+  CHECK_EQ_INT(total.failures, 0);
+  CHECK_EQ_INT((int)total.full_hits, calls);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
+/* Convs over open image sizes get one shape-generic kernel each: 300 random (N, H, W) (the
+ * range's ends, primes, sizes around every position tile width) run fully compiled from the
+ * first call (sync mode) with one compile and no exact version, equal to the interpreter. */
+static void test_stream_conv_image(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_image_convs();
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {0x1a9e};
+  static const int64_t edges[][3] = {{1, 7, 7}, {4, 80, 80}, {1, 7, 80}, {2, 80, 7}, {1, 8, 9},
+                                     {1, 16, 17}, {3, 31, 33}, {1, 64, 65}, {2, 13, 15}};
+  int mismatches = 0;
+  const int calls = 300;
+  for (int round = 0; round < calls; round++) {
+    int64_t dims[4] = {1, 4, 7, 7};
+    if (round < 9) {
+      dims[0] = edges[round][0], dims[2] = edges[round][1], dims[3] = edges[round][2];
+    } else {
+      dims[0] = vm_rng_range(&rng, 1, 4);
+      dims[2] = vm_rng_range(&rng, 7, round % 10 == 0 ? 80 : 24);
+      dims[3] = vm_rng_range(&rng, 7, round % 10 == 0 ? 80 : 40);
+    }
     stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, dims)};
     if (!run_both(jit, interp, 1, in, 4)) mismatches++;
     stax_tensor_release(in[0]);
@@ -601,7 +677,7 @@ static void test_promotion_needs_idle_core(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
-               STAX_TEST(test_stream_conv_batch),
+               STAX_TEST(test_stream_conv_batch), STAX_TEST(test_stream_conv_image),
                STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),

@@ -1,0 +1,549 @@
+/* Conv over open spatial dims: one kernel for every image size (and batch) of a shape class,
+ * float32, with the elementwise epilogue of lower_conv.c.
+ *
+ * The sizes that vary are kernel parameters: N and the output sizes O_i are read from Y (the
+ * iteration space, lower_symbolic_space), the input sizes D_i from X, X's strides from X.
+ * Channels, weights, kernel sizes, strides, dilations and pads stay compile-time constants
+ * (auto_pad SAME only where it pads the same at every size: stride 1 on the open dims), so
+ * the register tile, the reduction loops and the phase split are chosen statically, as for an
+ * exact shape.
+ *
+ * The structure is lower_conv.c's: a first stage copies X into a zero-padded scratch (border
+ * slabs zeroed, interior copied, the innermost dim split by phase when the conv strides it),
+ * so every load is in bounds; it is skipped without pads, strides or a strided X. The padded
+ * sizes and the scratch's strides are parameter expressions (D_i + pads, their products);
+ * the phase split's per-phase counts are floor expressions of D. The compute walks batch,
+ * group, the outer output rows, channel tiles (MR) and position tiles along the innermost
+ * output dim. Position tiles are where the open size shows: a stage per tile width W
+ * (two native vectors, one, halves down to 4 lanes, then 1), each run only while W <= O_last
+ * < the next wider width, with floor(O_last / W) tiles and, when W does not divide O_last, one
+ * more at O_last - W overlapping the one before it (its outputs are recomputed from the same
+ * inputs in the same order: the same values; no code per tail, no recompiling). Stages whose
+ * tiles are narrower than the widest take 2 x MR channels (more FMA chains in the same
+ * registers, as lower_conv.c does for narrow rows). The parallel loop is fixed per kernel: the
+ * channel tiles, else the groups, when they give every thread an iteration; else the first
+ * open outer output dim, else the batch. The host verifies every access at each new tuple of
+ * sizes before running it (kernel_ir.h, symbolic kernels).
+ *
+ * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
+ * weight or bias read again in the epilogue, float64 and halves. */
+#include <string.h>
+
+#include "jit/lower_internal.h"
+
+/* Multiply-adds one parallel task should get at least (as lower_conv.c). */
+#define SCONV_TASK_WORK 65536
+
+typedef enum saxis_kind_e {
+  SAXIS_BATCH,
+  SAXIS_GROUP,
+  SAXIS_OUTER,
+  SAXIS_CHANNELS,
+  SAXIS_POSITIONS
+} saxis_kind_t;
+
+typedef struct saxis_t {
+  saxis_kind_t kind;
+  int32_t dim;        /* SAXIS_OUTER: which spatial dim */
+  lower_sym_t extent; /* coordinates */
+  /* At the current point: the coordinate (full axes) or the tile's first coordinate, and the
+   * tile's size. */
+  stax_kir_index_t form;
+  int32_t size;
+} saxis_t;
+
+typedef struct sconv_t {
+  lower_t* L;
+  stax_kir_kernel_t* k;
+  const lower_conv_geometry_t* g;
+  int32_t spatial, last;
+  lower_sym_t in[STAX_MAX_RANK];        /* input spatial sizes D_i */
+  lower_sym_t x_strides[STAX_MAX_RANK]; /* X's strides over [N, C, D..] */
+  /* What the compute reads (the padded scratch or X) and its strides. */
+  int32_t source;
+  lower_sym_t src_strides[STAX_MAX_RANK];
+  /* The innermost dim split by phase (stride S > 1): padded position q is stored at
+   * (q % S) * phase_length + q / S. phases is S, or 1 without the split. */
+  int64_t phases;
+  lower_sym_t phase_length;
+  int32_t native, nr, mr;
+  saxis_t axes[STAX_MAX_RANK + 1];
+  int32_t axis_count;
+  int32_t order[STAX_MAX_RANK + 1]; /* emission order: the parallel axis first */
+  bool parallel;
+  int64_t grain;
+  /* The stage being emitted: its tile width, channel tile and run condition on O_last. */
+  int32_t width, stage_mr;
+  int64_t when_lo, when_hi;
+  int32_t tiles; /* counter for local names */
+} sconv_t;
+
+static lower_sym_t value_stride(sconv_t* c, int32_t v, int32_t d) {
+  int32_t p = c->k->buffers[c->L->buffer[v]]->stride_params[d];
+  return p >= 0 ? lower_sym_param(p) : lower_sym_const(lower_value(c->L, v)->strides[d]);
+}
+
+/* ---- analysis ---------------------------------------------------------------------------- */
+
+static stax_status_t analyze(sconv_t* c) {
+  lower_t* L = c->L;
+  const lower_conv_geometry_t* g = c->g;
+  const stax_jit_value_t* x = lower_value(L, g->x);
+  /* X may be read again by the epilogue (a residual of the conv's own input: then its dims
+   * are Y's, and the host's per-size verification checks every such load); W and B not. */
+  if (L->uses[g->w] != 1 || (g->bias >= 0 && L->uses[g->bias] != 1))
+    return lower_refuse(L, "Conv node '%s': the weight or bias is read again in the group",
+                        g->name);
+  c->spatial = g->spatial;
+  c->last = g->spatial - 1;
+  for (int32_t i = 0; i < g->spatial; i++) {
+    bool open = lower_dim_open(L, g->x, 2 + i) || lower_dim_open(L, g->out, 2 + i);
+    if (open && g->window.auto_pad != STAX_AUTO_PAD_NOTSET &&
+        g->window.auto_pad != STAX_AUTO_PAD_VALID && g->window.strides[i] != 1)
+      return lower_refuse(L,
+                          "Conv node '%s': auto_pad SAME with stride %lld pads open spatial "
+                          "dim %d differently at each size",
+                          g->name, (long long)g->window.strides[i], (int)(2 + i));
+  }
+  /* Y's open dims (N, O_i) become the space's parameters; X is tied by hand (its spatial
+   * dims are not the space's). */
+  int32_t skip[1] = {g->x};
+  STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, skip, 1));
+  int32_t xb = L->buffer[g->x];
+  if (lower_dim_open(L, g->x, 0)) {
+    if (L->dim_params[0] < 0)
+      return lower_refuse(L, "Conv node '%s': the batch is open in X only", g->name);
+    stax_kir_buffer_dim_param(c->k, xb, 0, L->dim_params[0]);
+  }
+  for (int32_t i = 0; i < g->spatial; i++) {
+    if (!lower_dim_open(L, g->x, 2 + i)) {
+      c->in[i] = lower_sym_const(x->dims[2 + i]);
+      continue;
+    }
+    char name[16];
+    snprintf(name, sizeof(name), "in%d", (int)i);
+    int32_t p = stax_kir_add_read_param(c->k, name, xb, 2 + i, false);
+    stax_kir_buffer_dim_param(c->k, xb, 2 + i, p);
+    c->in[i] = lower_sym_param(p);
+  }
+  for (int32_t d = 0; d < x->rank; d++) c->x_strides[d] = value_stride(c, g->x, d);
+  return stax_kir_kernel_status(c->k);
+}
+
+static lower_sym_t space_dim(const sconv_t* c, int32_t e) {
+  return c->L->dim_params[e] >= 0 ? lower_sym_param(c->L->dim_params[e])
+                                  : lower_sym_const(c->L->dims[e]);
+}
+
+/* ---- the padded copy --------------------------------------------------------------------- */
+
+/* source[base + z] = 0 for z in [0, count). */
+static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* base,
+                      lower_sym_t count) {
+  if (count.p < 0 && count.c <= 0) return;
+  stax_kir_loop_t* loop = lower_sym_loop(c->k, block, "z", count);
+  if (!loop) return;
+  loop->vector_width = c->native;
+  stax_kir_index_t index = *base;
+  stax_kir_index_add_term(c->k, &index, stax_kir_loop_id(c->k, loop), 1);
+  stax_kir_add_store(c->k, &loop->body, c->source, &index,
+                     stax_kir_float(c->k, STAX_DTYPE_FLOAT32, 0));
+}
+
+/* The innermost dim of a phase-split copy: per phase b, the positions q = S*a + b below the
+ * begin pad (zeros: a constant count), inside the input (copied: every S-th input value) and
+ * the rest of the phase (zeros), the last two floor expressions of D. */
+static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* target,
+                           const stax_kir_index_t* source) {
+  const stax_window_t* win = &c->g->window;
+  int32_t last = c->last;
+  int64_t stride = c->phases, begin = win->pads[last], end = win->pads[c->spatial + last];
+  lower_sym_t input = c->in[last], x_stride = c->x_strides[2 + last];
+  for (int64_t b = 0; b < stride; b++) {
+    /* low = max(0, ceil((begin - b) / S)); high = ceil((begin + D - b) / S) >= low for D >= 1,
+     * and <= phase_length = ceil((D + begin + end) / S). */
+    int64_t low = stax_ceil_div(begin - b, stride);
+    if (low < 0) low = 0;
+    stax_kir_index_t base = *target;
+    lower_sym_index_add(c->k, &base, lower_sym_mul(c->k, lower_sym_const(b), c->phase_length));
+    zero_fill(c, block, &base, lower_sym_const(low));
+    lower_sym_t copied = lower_sym_derive(c->k, "copied", input, 1, begin - b + stride - 1,
+                                          stride, 0, 0, 0, -low);
+    stax_kir_loop_t* loop = lower_sym_loop(c->k, block, "cx", copied);
+    if (!loop) return;
+    loop->vector_width = c->native;
+    int32_t id = stax_kir_loop_id(c->k, loop);
+    stax_kir_index_t to = base, from = *source;
+    to.constant += low;
+    stax_kir_index_add_term(c->k, &to, id, 1);
+    lower_sym_index_add(c->k, &from, lower_sym_mul(c->k, lower_sym_const(stride * low + b - begin),
+                                                   x_stride));
+    lower_sym_index_term(c->k, &from, id, lower_sym_mul(c->k, lower_sym_const(stride), x_stride));
+    stax_kir_add_store(c->k, &loop->body, c->source, &to,
+                       stax_kir_load(c->k, c->L->buffer[c->g->x], &from));
+    /* The rest: phase_length - high. */
+    stax_kir_index_t tail = base;
+    lower_sym_index_add(c->k, &tail,
+                        lower_sym_derive(c->k, "high", input, 1, begin - b + stride - 1, stride,
+                                         0, 0, 0, 0));
+    zero_fill(c, block, &tail,
+              lower_sym_derive(c->k, "rest", input, 1, begin + end + stride - 1, stride, -1,
+                               begin - b + stride - 1, stride, 0));
+  }
+}
+
+/* Spatial dim d of one (n, c) plane: its begin-pad slabs, its interior (recursing inward, the
+ * innermost dim copying a row), its end-pad slabs. */
+static void pad_dim(sconv_t* c, stax_kir_block_t* block, int32_t d, const stax_kir_index_t* target,
+                    const stax_kir_index_t* source) {
+  if (d == c->last && c->phases > 1) {
+    pad_row_phases(c, block, target, source);
+    return;
+  }
+  const stax_window_t* win = &c->g->window;
+  int64_t begin = win->pads[d], end = win->pads[c->spatial + d];
+  lower_sym_t slab = c->src_strides[2 + d], input = c->in[d];
+  zero_fill(c, block, target, lower_sym_mul(c->k, lower_sym_const(begin), slab));
+  stax_kir_loop_t* loop = lower_sym_loop(c->k, block, d == c->last ? "cx" : "cd", input);
+  if (!loop) return;
+  int32_t id = stax_kir_loop_id(c->k, loop);
+  stax_kir_index_t inner_target = *target, inner_source = *source;
+  lower_sym_index_add(c->k, &inner_target, lower_sym_mul(c->k, lower_sym_const(begin), slab));
+  lower_sym_index_term(c->k, &inner_target, id, slab);
+  lower_sym_index_term(c->k, &inner_source, id, c->x_strides[2 + d]);
+  if (d == c->last) {
+    loop->vector_width = c->native;
+    stax_kir_add_store(c->k, &loop->body, c->source, &inner_target,
+                       stax_kir_load(c->k, c->L->buffer[c->g->x], &inner_source));
+  } else {
+    pad_dim(c, &loop->body, d + 1, &inner_target, &inner_source);
+  }
+  stax_kir_index_t tail = *target;
+  lower_sym_index_add(c->k, &tail, lower_sym_mul(c->k, lower_sym_const(begin), slab));
+  lower_sym_index_add(c->k, &tail, lower_sym_mul(c->k, input, slab));
+  zero_fill(c, block, &tail, lower_sym_mul(c->k, lower_sym_const(end), slab));
+}
+
+/* The padded scratch [N, C, D_i + pads] (innermost S x phase_length), one flat buffer whose
+ * size is a parameter, and the stage that fills it. */
+static void emit_pad(sconv_t* c) {
+  const lower_conv_geometry_t* g = c->g;
+  const stax_window_t* win = &g->window;
+  lower_sym_t padded[STAX_MAX_RANK];
+  for (int32_t i = 0; i < c->spatial; i++)
+    padded[i] = lower_sym_derive(c->k, "padded", c->in[i], 1, 0, 1, 0, 0, 0,
+                                 win->pads[i] + win->pads[c->spatial + i]);
+  c->phase_length = lower_sym_derive(c->k, "phase_length", c->in[c->last], 1,
+                                     win->pads[c->last] + win->pads[c->spatial + c->last] +
+                                         c->phases - 1,
+                                     c->phases, 0, 0, 0, 0);
+  padded[c->last] = lower_sym_mul(c->k, lower_sym_const(c->phases), c->phase_length);
+  lower_sym_t stride = lower_sym_const(1);
+  for (int32_t i = c->last; i >= 0; i--) {
+    c->src_strides[2 + i] = stride;
+    stride = lower_sym_mul(c->k, stride, padded[i]);
+  }
+  c->src_strides[1] = stride;
+  c->src_strides[0] = lower_sym_mul(c->k, stride, lower_sym_const(g->channels));
+  lower_sym_t total = lower_sym_mul(c->k, c->src_strides[0], space_dim(c, 0));
+  int64_t example = lower_sym_example(c->k, total);
+  int64_t dims[1] = {example > 0 ? example : 1};
+  c->source =
+      stax_kir_add_buffer(c->k, "padded", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1, dims, NULL);
+  if (c->source < 0) return;
+  if (total.p >= 0) stax_kir_buffer_dim_param(c->k, c->source, 0, lower_sym_plain(c->k, "span", total));
+  if (g->channels == 0) return;
+  /* Planes in parallel over the channels (fixed), the batch inside. */
+  stax_kir_block_t* block = stax_kir_add_stage(c->k, "pad");
+  stax_kir_loop_t* a = block ? lower_sym_loop(c->k, block, "pa", lower_sym_const(g->channels)) : NULL;
+  stax_kir_loop_t* b = a ? lower_sym_loop(c->k, &a->body, "pb", space_dim(c, 0)) : NULL;
+  if (!b) return;
+  int64_t plane = lower_sym_example(c->k, c->src_strides[1]);
+  a->parallel = g->channels > 1 && c->L->options->thread_count > 1;
+  a->grain = plane >= SCONV_TASK_WORK ? 1 : SCONV_TASK_WORK / (plane + 1) + 1;
+  int32_t n = stax_kir_loop_id(c->k, b), ch = stax_kir_loop_id(c->k, a);
+  stax_kir_index_t target = stax_kir_index_constant(0), source = stax_kir_index_constant(0);
+  lower_sym_index_term(c->k, &target, n, c->src_strides[0]);
+  lower_sym_index_term(c->k, &target, ch, c->src_strides[1]);
+  lower_sym_index_term(c->k, &source, n, c->x_strides[0]);
+  lower_sym_index_term(c->k, &source, ch, c->x_strides[1]);
+  pad_dim(c, &b->body, 0, &target, &source);
+}
+
+/* ---- the tile ---------------------------------------------------------------------------- */
+
+static const saxis_t* find_axis(const sconv_t* c, saxis_kind_t kind, int32_t dim) {
+  for (int32_t a = 0; a < c->axis_count; a++)
+    if (c->axes[a].kind == kind && c->axes[a].dim == dim) return &c->axes[a];
+  return NULL;
+}
+
+/* One tile at the axes' current forms: `rows` output channels x `lanes` positions. */
+static void emit_tile(sconv_t* c, stax_kir_block_t* block) {
+  lower_t* L = c->L;
+  stax_kir_kernel_t* k = c->k;
+  const lower_conv_geometry_t* g = c->g;
+  const stax_window_t* win = &g->window;
+  const stax_jit_value_t* w = lower_value(L, g->w);
+  const saxis_t* batch = find_axis(c, SAXIS_BATCH, 0);
+  const saxis_t* group = find_axis(c, SAXIS_GROUP, 0);
+  const saxis_t* channels = find_axis(c, SAXIS_CHANNELS, 0);
+  const saxis_t* positions = find_axis(c, SAXIS_POSITIONS, 0);
+  int32_t rows = channels->size, lanes = positions->size, last = c->last;
+  int32_t tile = c->tiles++;
+  char name[32];
+  stax_kir_loop_t* columns = lower_sym_loop(k, block, "j", lower_sym_const(lanes));
+  if (!columns) return;
+  columns->vector_width = lanes;
+  int32_t j = stax_kir_loop_id(k, columns);
+  int32_t accumulators[64];
+  lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
+  stax_kir_index_t channel = channels->form;
+  stax_kir_index_add_scaled(k, &channel, &group->form, g->mg);
+  /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
+  stax_kir_index_t x_index = stax_kir_index_constant(0);
+  lower_sym_index_add_scaled(k, &x_index, &batch->form, c->src_strides[0]);
+  lower_sym_index_add_scaled(k, &x_index, &group->form,
+                             lower_sym_mul(k, lower_sym_const(g->cg), c->src_strides[1]));
+  for (int32_t i = 0; i < last; i++)
+    lower_sym_index_add_scaled(
+        k, &x_index, &find_axis(c, SAXIS_OUTER, i)->form,
+        lower_sym_mul(k, lower_sym_const(win->strides[i]), c->src_strides[2 + i]));
+  /* Next output position: S input positions on, or the next slot of a phase-split row (the
+   * source's innermost stride is 1: the scratch's, or X's when read in place). */
+  int64_t lane_step = c->phases > 1 ? 1 : win->strides[last];
+  stax_kir_index_add_scaled(k, &x_index, &positions->form, lane_step);
+  stax_kir_index_add_term(k, &x_index, j, lane_step);
+  stax_kir_index_t w_index = stax_kir_index_constant(0);
+  stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
+  stax_kir_block_t* body = &columns->body;
+  stax_kir_loop_t* innermost = NULL;
+  int32_t loop_dims = c->phases > 1 ? last : c->spatial;
+  for (int32_t d = -1; d < loop_dims; d++) {
+    int64_t extent = d < 0 ? g->cg : win->kernel[d];
+    if (extent == 1) continue;
+    stax_kir_loop_t* loop = lower_sym_loop(k, body, d < 0 ? "ci" : "kk", lower_sym_const(extent));
+    if (!loop) return;
+    int32_t id = stax_kir_loop_id(k, loop);
+    if (d < 0) {
+      lower_sym_index_term(k, &x_index, id, c->src_strides[1]);
+      stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
+    } else {
+      lower_sym_index_term(k, &x_index, id,
+                           lower_sym_mul(k, lower_sym_const(win->dilations[d]), c->src_strides[2 + d]));
+      stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
+    }
+    body = &loop->body;
+    innermost = loop;
+  }
+  if (innermost && innermost->extent >= 8) innermost->unroll = 4;
+  int64_t taps = c->phases > 1 ? win->kernel[last] : 1;
+  for (int64_t tap = 0; tap < taps; tap++) {
+    stax_kir_index_t x_tap = x_index, w_tap = w_index;
+    if (c->phases > 1) {
+      int64_t reach = tap * win->dilations[last];
+      lower_sym_index_add(k, &x_tap,
+                          lower_sym_mul(k, lower_sym_const(reach % c->phases), c->phase_length));
+      x_tap.constant += reach / c->phases;
+      w_tap.constant += tap * w->strides[2 + last];
+    }
+    snprintf(name, sizeof(name), "x%d_%d", (int)tile, (int)tap);
+    int32_t x_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
+    stax_kir_add_declare(k, body, x_local, stax_kir_load(k, c->source, &x_tap));
+    for (int32_t r = 0; r < rows; r++) {
+      stax_kir_index_t weight = w_tap;
+      weight.constant += r * w->strides[0];
+      const stax_kir_expr_t* product =
+          stax_kir_fma(k, stax_kir_load(k, L->buffer[g->w], &weight), stax_kir_local(k, x_local),
+                       stax_kir_local(k, accumulators[r]));
+      stax_kir_add_assign(k, body, accumulators[r], product);
+    }
+  }
+  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
+  for (int32_t r = 0; r < rows; r++) {
+    L->forms[0] = batch->form;
+    L->forms[1] = channel;
+    L->forms[1].constant += r;
+    for (int32_t i = 0; i < last; i++) L->forms[2 + i] = find_axis(c, SAXIS_OUTER, i)->form;
+    L->forms[2 + last] = positions->form;
+    stax_kir_index_add_term(k, &L->forms[2 + last], j, 1);
+    lower_new_point(L);
+    const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
+    if (b) {
+      stax_kir_index_t bias_index = stax_kir_index_constant(0);
+      stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
+      value = stax_kir_binary(k, STAX_KIR_ADD, value, stax_kir_load(k, L->buffer[g->bias], &bias_index));
+    }
+    L->fixed[g->out] = value;
+    for (int32_t i = 0; i < L->group->output_count; i++)
+      lower_store_value(L, &columns->body, L->group->outputs[i], LOWER_FULL, L->rank);
+    L->fixed[g->out] = NULL;
+  }
+}
+
+/* ---- the loop nest ----------------------------------------------------------------------- */
+
+/* A stage of the compute, run while the stage's width condition holds on O_last. */
+static stax_kir_block_t* add_stage(sconv_t* c, const char* name) {
+  stax_kir_block_t* block = stax_kir_add_stage(c->k, name);
+  if (block) lower_sym_stage_when(c->k, c->axes[c->axis_count - 1].extent, c->when_lo, c->when_hi);
+  return block;
+}
+
+static void emit_axes(sconv_t* c, stax_kir_block_t* block, int32_t level) {
+  if (!block) return;
+  if (level == c->axis_count) {
+    emit_tile(c, block);
+    return;
+  }
+  stax_kir_kernel_t* k = c->k;
+  saxis_t* a = &c->axes[c->order[level]];
+  bool parallel = level == 0 && c->parallel;
+  static const char* const names[] = {"n", "g", "o", "m", "p"};
+  if (a->kind == SAXIS_CHANNELS) {
+    int64_t mr = c->stage_mr, full = a->extent.c / mr, edge = a->extent.c % mr;
+    if (full > 0) {
+      a->size = (int32_t)mr;
+      if (full == 1 && !parallel) {
+        a->form = stax_kir_index_constant(0);
+        emit_axes(c, block, level + 1);
+      } else {
+        stax_kir_loop_t* loop = lower_sym_loop(k, block, "m", lower_sym_const(full));
+        if (!loop) return;
+        loop->parallel = parallel;
+        if (parallel) loop->grain = c->grain;
+        a->form = stax_kir_index_constant(0);
+        stax_kir_index_add_term(k, &a->form, stax_kir_loop_id(k, loop), mr);
+        emit_axes(c, &loop->body, level + 1);
+      }
+    }
+    if (edge > 0) {
+      /* A parallel loop must be alone in its stage: the edge channels get their own. */
+      stax_kir_block_t* edge_block = parallel && full > 0 ? add_stage(c, "conv_edge") : block;
+      a->form = stax_kir_index_constant(full * mr);
+      a->size = (int32_t)edge;
+      emit_axes(c, edge_block, level + 1);
+    }
+    return;
+  }
+  if (a->kind == SAXIS_POSITIONS) {
+    /* floor(O / W) tiles, then one at O - W when W does not divide O (overlapping). */
+    int64_t width = c->width;
+    a->size = (int32_t)width;
+    lower_sym_t tiles = lower_sym_derive(k, "tiles", a->extent, 1, 0, width, 0, 0, 0, 0);
+    stax_kir_loop_t* loop = lower_sym_loop(k, block, "p", tiles);
+    if (!loop) return;
+    a->form = stax_kir_index_constant(0);
+    stax_kir_index_add_term(k, &a->form, stax_kir_loop_id(k, loop), width);
+    emit_axes(c, &loop->body, level + 1);
+    if (width == 1) return;
+    lower_sym_t over = lower_sym_derive(k, "over", a->extent, 1, width - 1, width, -1, 0, width, 0);
+    if (over.p < 0 && over.c == 0) return;
+    stax_kir_loop_t* o = lower_sym_loop(k, block, "po", over);
+    if (!o) return;
+    a->form = stax_kir_index_constant(0);
+    lower_sym_index_add(k, &a->form, lower_sym_derive(k, "last", a->extent, 1, 0, 1, 0, 0, 0, -width));
+    emit_axes(c, &o->body, level + 1);
+    return;
+  }
+  /* A full axis. */
+  a->size = 1;
+  if (a->extent.p < 0 && a->extent.c == 1 && !parallel) {
+    a->form = stax_kir_index_constant(0);
+    emit_axes(c, block, level + 1);
+    return;
+  }
+  stax_kir_loop_t* loop = lower_sym_loop(k, block, names[a->kind], a->extent);
+  if (!loop) return;
+  loop->parallel = parallel;
+  if (parallel) loop->grain = c->grain;
+  a->form = stax_kir_index_constant(0);
+  stax_kir_index_add_term(k, &a->form, stax_kir_loop_id(k, loop), 1);
+  emit_axes(c, &loop->body, level + 1);
+}
+
+static void plan_nest(sconv_t* c) {
+  const lower_conv_geometry_t* g = c->g;
+  int32_t count = 0;
+  c->axes[count++] = (saxis_t){.kind = SAXIS_BATCH, .extent = space_dim(c, 0)};
+  c->axes[count++] = (saxis_t){.kind = SAXIS_GROUP, .extent = lower_sym_const(g->group)};
+  for (int32_t i = 0; i < c->last; i++)
+    c->axes[count++] = (saxis_t){.kind = SAXIS_OUTER, .dim = i, .extent = space_dim(c, 2 + i)};
+  c->axes[count++] = (saxis_t){.kind = SAXIS_CHANNELS, .extent = lower_sym_const(g->mg)};
+  c->axes[count++] = (saxis_t){.kind = SAXIS_POSITIONS, .extent = space_dim(c, 2 + c->last)};
+  c->axis_count = count;
+  /* The parallel axis, the same for every size: channel tiles or groups when they give each
+   * thread an iteration, else the first open (or longest) outer output dim, else the batch. */
+  int32_t threads = c->L->options->thread_count > 1 ? c->L->options->thread_count : 1;
+  int32_t chosen = -1;
+  if (threads > 1) {
+    if (g->mg / c->mr >= threads) chosen = count - 2;
+    else if (g->group >= threads) chosen = 1;
+    for (int32_t a = 2; chosen < 0 && a < count - 2; a++)
+      if (c->axes[a].extent.p >= 0 || c->axes[a].extent.c >= threads) chosen = a;
+    if (chosen < 0 && (c->axes[0].extent.p >= 0 || c->axes[0].extent.c >= threads)) chosen = 0;
+    if (chosen < 0 && g->mg / c->mr > 1) chosen = count - 2;
+  }
+  c->parallel = chosen >= 0;
+  if (chosen < 0) chosen = 0;
+  c->order[0] = chosen;
+  for (int32_t a = 0, at = 1; a < count; a++)
+    if (a != chosen) c->order[at++] = a;
+  /* Multiply-adds per iteration of the parallel loop, at the example. */
+  double work = (double)g->cg * (double)g->out_channels;
+  for (int32_t i = 0; i < c->spatial; i++)
+    work *= (double)g->window.kernel[i] * (double)lower_sym_example(c->k, space_dim(c, 2 + i));
+  work *= (double)lower_sym_example(c->k, space_dim(c, 0));
+  const saxis_t* p = &c->axes[chosen];
+  double iterations = p->kind == SAXIS_CHANNELS ? (double)(g->mg / c->mr)
+                                                : (double)lower_sym_example(c->k, p->extent);
+  work /= iterations > 0 ? iterations : 1;
+  c->grain = work >= SCONV_TASK_WORK ? 1 : (int64_t)(SCONV_TASK_WORK / (work + 1)) + 1;
+}
+
+/* The compute: one stage per position tile width, each for the O_last it serves. */
+static void emit_compute(sconv_t* c) {
+  lower_sym_t o_last = c->axes[c->axis_count - 1].extent;
+  int64_t upper = INT64_MAX;
+  for (int32_t width = c->nr; width >= 1; width = width > 4 ? width / 2 : width == 4 ? 1 : 0) {
+    int64_t lo = width, hi = upper;
+    upper = width - 1;
+    if (!lower_sym_possible(o_last, lo, hi)) continue;
+    c->width = width;
+    c->stage_mr = width < c->nr ? 2 * c->mr : c->mr;
+    c->when_lo = lo;
+    c->when_hi = hi;
+    emit_axes(c, add_stage(c, "conv"), 0);
+    if (stax_kir_kernel_status(c->k)) return;
+  }
+}
+
+stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
+  sconv_t c;
+  memset(&c, 0, sizeof(c));
+  c.L = L;
+  c.k = L->kernel;
+  c.g = g;
+  STAX_RETURN_IF_ERROR(analyze(&c));
+  c.k->compact_math = true;
+  c.native = L->vector_lanes_f32;
+  c.nr = 2 * c.native;
+  c.mr = c.native >= 16 ? 12 : 6;
+  const stax_window_t* win = &g->window;
+  bool pads = false;
+  for (int32_t i = 0; i < 2 * c.spatial; i++) pads = pads || win->pads[i] != 0;
+  c.phases = win->strides[c.last];
+  const lower_sym_t* xs = c.x_strides;
+  bool unit_inner = xs[2 + c.last].p < 0 && xs[2 + c.last].c == 1;
+  if (pads || c.phases > 1 || !unit_inner) {
+    emit_pad(&c);
+  } else {
+    c.source = L->buffer[g->x];
+    c.phases = 1;
+    for (int32_t d = 0; d < 2 + c.spatial; d++) c.src_strides[d] = xs[d];
+  }
+  STAX_RETURN_IF_ERROR(stax_kir_kernel_status(c.k));
+  plan_nest(&c);
+  emit_compute(&c);
+  return stax_kir_kernel_status(c.k);
+}
