@@ -258,9 +258,10 @@ static void emit_pad(sconv_t* c) {
   stax_kir_loop_t* a = block ? lower_sym_loop(c->k, block, "pa", lower_sym_const(g->channels)) : NULL;
   stax_kir_loop_t* b = a ? lower_sym_loop(c->k, &a->body, "pb", space_dim(c, 0)) : NULL;
   if (!b) return;
-  int64_t plane = lower_sym_example(c->k, c->src_strides[1]);
+  /* One task per channel when the plane's size is open (no example size in the kernel). */
+  lower_sym_t plane = c->src_strides[1];
   a->parallel = g->channels > 1 && c->L->options->thread_count > 1;
-  a->grain = plane >= SCONV_TASK_WORK ? 1 : SCONV_TASK_WORK / (plane + 1) + 1;
+  a->grain = plane.p >= 0 || plane.c >= SCONV_TASK_WORK ? 1 : SCONV_TASK_WORK / (plane.c + 1) + 1;
   int32_t n = stax_kir_loop_id(c->k, b), ch = stax_kir_loop_id(c->k, a);
   stax_kir_index_t target = stax_kir_index_constant(0), source = stax_kir_index_constant(0);
   lower_sym_index_term(c->k, &target, n, c->src_strides[0]);
@@ -489,16 +490,28 @@ static void plan_nest(sconv_t* c) {
   c->order[0] = chosen;
   for (int32_t a = 0, at = 1; a < count; a++)
     if (a != chosen) c->order[at++] = a;
-  /* Multiply-adds per iteration of the parallel loop, at the example. */
+  /* Multiply-adds per iteration of the parallel loop. An open size in it gives one task per
+   * iteration: the kernel (and its text, the object cache's key) must not depend on the
+   * example's sizes, and an image large enough to vary is large enough to split. */
   double work = (double)g->cg * (double)g->out_channels;
-  for (int32_t i = 0; i < c->spatial; i++)
-    work *= (double)g->window.kernel[i] * (double)lower_sym_example(c->k, space_dim(c, 2 + i));
-  work *= (double)lower_sym_example(c->k, space_dim(c, 0));
+  bool open_work = false;
+  for (int32_t i = 0; i < c->spatial; i++) {
+    lower_sym_t o = space_dim(c, 2 + i);
+    work *= (double)g->window.kernel[i] * (double)(o.p < 0 ? o.c : 1);
+    open_work = open_work || o.p >= 0;
+  }
   const saxis_t* p = &c->axes[chosen];
+  if (p->kind != SAXIS_BATCH) {
+    lower_sym_t n = space_dim(c, 0);
+    work *= (double)(n.p < 0 ? n.c : 1);
+    open_work = open_work || n.p >= 0;
+  }
   double iterations = p->kind == SAXIS_CHANNELS ? (double)(g->mg / c->mr)
-                                                : (double)lower_sym_example(c->k, p->extent);
+                      : p->extent.p < 0         ? (double)p->extent.c
+                                                : 1;
   work /= iterations > 0 ? iterations : 1;
-  c->grain = work >= SCONV_TASK_WORK ? 1 : (int64_t)(SCONV_TASK_WORK / (work + 1)) + 1;
+  c->grain = open_work || work >= SCONV_TASK_WORK ? 1
+                                                  : (int64_t)(SCONV_TASK_WORK / (work + 1)) + 1;
 }
 
 /* The compute: one stage per position tile width, each for the O_last it serves. */
