@@ -21,8 +21,8 @@
  * inputs in the same order: the same values; no code per tail, no recompiling). Stages whose
  * tiles are narrower than the widest take 2 x MR channels (more FMA chains in the same
  * registers, as lower_conv.c does for narrow rows). The parallel loop is fixed per kernel: the
- * channel tiles, else the groups, when they give every thread an iteration; else the first
- * open outer output dim, else the batch. The host verifies every access at each new tuple of
+ * first of a fixed batch, the groups, the outer output rows and the channel tiles that gives
+ * every thread an iteration (an open outer dim always does), else an open batch. The host verifies every access at each new tuple of
  * sizes before running it (kernel_ir.h, symbolic kernels).
  *
  * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
@@ -473,18 +473,20 @@ static void plan_nest(sconv_t* c) {
   c->axes[count++] = (saxis_t){.kind = SAXIS_CHANNELS, .extent = lower_sym_const(g->mg)};
   c->axes[count++] = (saxis_t){.kind = SAXIS_POSITIONS, .extent = space_dim(c, 2 + c->last)};
   c->axis_count = count;
-  /* The parallel axis, the same for every size: channel tiles or groups when they give each
-   * thread an iteration, else the first open (or longest) outer output dim, else the batch. */
+  /* The parallel axis, the same for every size: the first of the batch (when fixed), the
+   * groups, the outer output dims (an open one always: images large enough to vary have rows
+   * enough) and the channel tiles that gives every thread an iteration, as lower_conv.c
+   * chooses; many balanced iterations (output rows) before a few (5 channel tiles on 2
+   * threads leave one idle 40% of the time). An open batch comes last: it is often 1. */
   int32_t threads = c->L->options->thread_count > 1 ? c->L->options->thread_count : 1;
   int32_t chosen = -1;
-  if (threads > 1) {
-    if (g->mg / c->mr >= threads) chosen = count - 2;
-    else if (g->group >= threads) chosen = 1;
-    for (int32_t a = 2; chosen < 0 && a < count - 2; a++)
-      if (c->axes[a].extent.p >= 0 || c->axes[a].extent.c >= threads) chosen = a;
-    if (chosen < 0 && (c->axes[0].extent.p >= 0 || c->axes[0].extent.c >= threads)) chosen = 0;
-    if (chosen < 0 && g->mg / c->mr > 1) chosen = count - 2;
+  for (int32_t a = 0; threads > 1 && chosen < 0 && a < count - 1; a++) {
+    const saxis_t* axis = &c->axes[a];
+    int64_t iterations = axis->kind == SAXIS_CHANNELS ? g->mg / c->mr : axis->extent.c;
+    bool open = axis->extent.p >= 0;
+    if (open ? axis->kind == SAXIS_OUTER : iterations >= threads) chosen = a;
   }
+  if (threads > 1 && chosen < 0 && c->axes[0].extent.p >= 0) chosen = 0;
   c->parallel = chosen >= 0;
   if (chosen < 0) chosen = 0;
   c->order[0] = chosen;
