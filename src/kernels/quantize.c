@@ -2,7 +2,7 @@
  * DynamicQuantizeLinear, and the helpers the other quantized kernels share (kernels/quant.h).
  *
  * Granularity of QuantizeLinear / DequantizeLinear, from the scale's shape (input 1):
- *   per-tensor  the scale has one element (rank 0, or [1], as the ONNX reference takes it);
+ *   per-tensor  the scale has one element (of any rank, as the ONNX reference takes it);
  *   per-axis    block_size 0 and a 1-D scale of x.dims[axis] elements;
  *   blocked     block_size B > 0 and a scale of x's rank, equal dims except along axis,
  *               where it has ceil(D / B) entries (the last block may be short).
@@ -147,7 +147,10 @@ static stax_status_t quant_layout(const stax_kernel_call_t* call, const stax_ten
                              "attribute 'block_size' = %lld must be positive (or 0: no blocks)",
                              (long long)block);
   }
-  if (zero != NULL) {
+  /* One element each is per tensor whatever the ranks (quantizers write a [1] scale with a
+   * scalar zero point). */
+  if (zero != NULL &&
+      !(stax_tensor_element_count(zero) == 1 && stax_tensor_element_count(scale) == 1)) {
     bool same = zero->rank == scale->rank;
     for (int32_t d = 0; same && d < scale->rank; d++) same = zero->dims[d] == scale->dims[d];
     if (!same) {
@@ -162,7 +165,7 @@ static stax_status_t quant_layout(const stax_kernel_call_t* call, const stax_ten
   out->outer = 1;
   out->axis_dim = 1;
   out->inner = stax_tensor_element_count(x);
-  if (out->scale_count == 1 && scale->rank <= 1) return STAX_OK; /* per tensor */
+  if (out->scale_count == 1) return STAX_OK; /* per tensor, whatever the rank */
   if (axis < -(int64_t)x->rank || axis >= x->rank) {
     return stax_kernel_error(call, STAX_OUT_OF_RANGE,
                              "attribute 'axis' = %lld is out of range for input 0 (x) of rank %d",

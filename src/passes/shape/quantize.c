@@ -41,6 +41,15 @@ static bool known(const stax_shape_infer_t* ic, const stax_dim_t* dim, int64_t* 
   return stax_shape_dim_const(ic, dim, out);
 }
 
+/* True when every dim is the constant 1 (rank 0 included). */
+static bool single_element(const stax_shape_infer_t* ic, const stax_shape_operand_t* operand) {
+  for (int32_t d = 0; d < operand->rank; d++) {
+    int64_t value = 0;
+    if (!known(ic, operand->dims[d], &value) || value != 1) return false;
+  }
+  return true;
+}
+
 /* Scale (input 1) and zero point (input 2, optional) against x (input 0). */
 static stax_status_t check_params(stax_shape_infer_t* ic, const stax_shape_operand_t* x,
                                   stax_shape_operand_t* scale, bool* has_zero,
@@ -63,7 +72,9 @@ static stax_status_t check_params(stax_shape_infer_t* ic, const stax_shape_opera
                             "attribute 'block_size' = %lld must be positive (or 0: no blocks)",
                             (long long)block);
   }
-  if (*has_zero) {
+  /* One element each is per tensor whatever the ranks (quantizers write a [1] scale with a
+   * scalar zero point). */
+  if (*has_zero && !(single_element(ic, scale) && single_element(ic, zero))) {
     if (zero->rank != scale->rank) {
       return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
                               "input 2 '%s' has rank %d but input 1 '%s' has rank %d; the zero "
@@ -80,10 +91,9 @@ static stax_status_t check_params(stax_shape_infer_t* ic, const stax_shape_opera
       }
     }
   }
-  /* Per tensor: rank 0, or rank 1 of one element. */
+  /* Per tensor: one element, whatever the rank. */
   int64_t length = 0;
-  if (scale->rank == 0) return STAX_OK;
-  if (scale->rank == 1 && known(ic, scale->dims[0], &length) && length == 1) return STAX_OK;
+  if (single_element(ic, scale)) return STAX_OK;
   int32_t a = 0;
   STAX_RETURN_IF_ERROR(stax_shape_normalize_axis(ic, axis, x->rank, "axis", &a));
   int64_t x_dim = 0;
