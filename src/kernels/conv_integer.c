@@ -185,7 +185,9 @@ static stax_status_t conv_int_run(stax_kernel_call_t* call, conv_int_t* conv, st
   const stax_tensor_t* x = conv->x;
   int64_t images = x->dims[0];
   bool requantize = conv->multipliers != NULL;
-  size_t col_bytes = (size_t)conv->kdim * (size_t)conv->positions * sizeof(int16_t);
+  /* Rounded up so the int32 sums after the columns stay aligned. */
+  size_t col_bytes = ((size_t)conv->kdim * (size_t)conv->positions * sizeof(int16_t) + 63) &
+                     ~(size_t)63;
   size_t acc_bytes = requantize ? (size_t)conv->mg * (size_t)conv->positions * sizeof(int32_t) : 0;
   void* memory = NULL;
   STAX_RETURN_IF_ERROR(
