@@ -195,15 +195,13 @@ static void pack_a_task(void* ctx, int64_t begin, int64_t end) {
     int16_t* out = j->packed_a + panel * j->pairs * INT_MR * 2;
     for (int32_t i = 0; i < INT_MR; i++) {
       int64_t row = panel * INT_MR + i;
-      if (row >= j->m) {
-        for (int64_t kk = 0; kk < 2 * j->pairs; kk++) out[(kk >> 1) * INT_MR * 2 + 2 * i + (kk & 1)] = 0;
-        continue;
-      }
-      int32_t zero = j->a_zero ? j->a_zero[row] : 0;
+      int32_t zero = row < j->m && j->a_zero ? j->a_zero[row] : 0;
       const stax_gemm_int_operand_t* a = j->a;
       for (int64_t kk = 0; kk < 2 * j->pairs; kk++) {
-        int32_t v = kk < j->k ? load_int(a->dtype, a->data, row * a->row_stride + kk * a->col_stride) - zero
-                              : 0;
+        int32_t v = 0; /* padding rows and the odd k's partner */
+        if (row < j->m && kk < j->k) {
+          v = load_int(a->dtype, a->data, row * a->row_stride + kk * a->col_stride) - zero;
+        }
         out[(kk >> 1) * INT_MR * 2 + 2 * i + (kk & 1)] = (int16_t)v;
       }
     }

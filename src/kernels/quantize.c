@@ -502,7 +502,8 @@ stax_status_t stax_kernel_DynamicQuantizeLinear(stax_kernel_call_t* call) {
   stax_tensor_t* x = stax_kernel_input(call, 0);
   if (x == NULL) return stax_kernel_error(call, STAX_INVALID_ARGUMENT, "input 0 (x) is missing");
   if (x->dtype != STAX_DTYPE_FLOAT32) {
-    return stax_kernel_error(call, STAX_DTYPE_MISMATCH, "input 0 (x) has dtype %s, expected float32",
+    return stax_kernel_error(call, STAX_DTYPE_MISMATCH,
+                             "input 0 (x) has dtype %s, expected float32",
                              stax_dtype_name(x->dtype));
   }
   /* The range always holds 0, so the zero point is exact; NaNs fail both comparisons. */

@@ -58,7 +58,9 @@ static void test_gemm_int_variants(void) {
             else ((int16_t*)b_bytes)[i] = (int16_t)value;
           }
           for (int64_t i = 0; i < m; i++) a_zero[i] = random_int(a_low, a_high);
-          for (int64_t j = 0; j < n; j++) b_zero[j] = bt == STAX_DTYPE_INT16 ? 0 : random_int(b_low, b_high);
+          for (int64_t j = 0; j < n; j++) {
+            b_zero[j] = bt == STAX_DTYPE_INT16 ? 0 : random_int(b_low, b_high);
+          }
           stax_gemm_int_operand_t a = {at, a_bytes, a_row, a_col};
           stax_gemm_int_operand_t b = {bt, b_bytes, b_row, b_col};
           bool zeros = (s % 2) == 0;
