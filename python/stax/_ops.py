@@ -937,6 +937,69 @@ def loop(body, initial, max_trip_count=None, condition=None, scan_outputs=0, nam
     return outputs
 
 
+# ---- quantization --------------------------------------------------------------------------
+
+
+def quantize_linear(x, scale, zero_point=None, axis=1, block_size=0, output_dtype=None,
+                    name=None):
+    """ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero_point). scale (and
+    zero_point, whose dtype is the result's: int8, uint8, int16 or uint16; uint8 without one)
+    is a scalar, a 1-D per-`axis` vector, or blocked along `axis` in blocks of `block_size`."""
+    return ops.QuantizeLinear(x, scale, zero_point, axis=axis,
+                              block_size=block_size or None, output_dtype=output_dtype,
+                              name=name)
+
+
+def dequantize_linear(x, scale, zero_point=None, axis=1, block_size=0, name=None):
+    """ONNX DequantizeLinear: (x - zero_point) * scale, with QuantizeLinear's granularities;
+    the result has scale's dtype."""
+    return ops.DequantizeLinear(x, scale, zero_point, axis=axis, block_size=block_size or None,
+                                name=name)
+
+
+def dynamic_quantize_linear(x, name=None):
+    """ONNX DynamicQuantizeLinear of a float32 x: (y uint8, scale, zero_point) from the range
+    of x and 0."""
+    return ops.DynamicQuantizeLinear(x, name=name)
+
+
+def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, name=None):
+    """int8/uint8 matmul with int32 results: (a - a_zero_point) @ (b - b_zero_point); zero
+    points per tensor, per row of a / per column of b."""
+    return ops.MatMulInteger(a, b, a_zero_point, b_zero_point, name=name)
+
+
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point,
+                   name=None):
+    """Quantized matmul: the int32 product of the dequantized operands requantized with
+    y_scale and y_zero_point (ONNX QLinearMatMul)."""
+    return ops.QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+                             y_zero_point, name=name)
+
+
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, strides=None, padding=None,
+                 dilations=None, groups=1, auto_pad=None, name=None):
+    """int8/uint8 convolution with int32 results (ONNX ConvInteger); arguments as conv()."""
+    n = _spatial_count(x, w)
+    return ops.ConvInteger(x, w, x_zero_point, w_zero_point,
+                           strides=_spatial_ints(strides, n, "strides"), pads=_pads(padding, n),
+                           dilations=_spatial_ints(dilations, n, "dilations"), group=groups,
+                           auto_pad=auto_pad, name=name)
+
+
+def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
+                 b=None, strides=None, padding=None, dilations=None, groups=1, auto_pad=None,
+                 name=None):
+    """Quantized convolution with an int32 bias, requantized to y_zero_point's dtype (ONNX
+    QLinearConv); window arguments as conv()."""
+    n = _spatial_count(x, w)
+    return ops.QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+                           y_zero_point, b, strides=_spatial_ints(strides, n, "strides"),
+                           pads=_pads(padding, n),
+                           dilations=_spatial_ints(dilations, n, "dilations"), group=groups,
+                           auto_pad=auto_pad, name=name)
+
+
 # The numpy-like function for each ONNX op (a test checks every op of ops.def is covered).
 NUMPY_NAMES = {
     "Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
@@ -975,6 +1038,10 @@ NUMPY_NAMES = {
     "OneHot": "one_hot", "EyeLike": "eye_like", "DepthToSpace": "depth_to_space",
     "SpaceToDepth": "space_to_depth", "Compress": "compress", "NonZero": "nonzero",
     "TopK": "topk", "Unique": "unique", "If": "cond", "Loop": "loop",
+    "QuantizeLinear": "quantize_linear", "DequantizeLinear": "dequantize_linear",
+    "DynamicQuantizeLinear": "dynamic_quantize_linear", "MatMulInteger": "matmul_integer",
+    "QLinearMatMul": "qlinear_matmul", "ConvInteger": "conv_integer",
+    "QLinearConv": "qlinear_conv",
 }
 
 

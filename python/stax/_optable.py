@@ -114,6 +114,13 @@ MaxPool: x:x | auto_pad:STRING ceil_mode:INT dilations:INTS kernel_shape:INTS pa
 AveragePool: x:x | auto_pad:STRING ceil_mode:INT count_include_pad:INT dilations:INTS kernel_shape:INTS pads:INTS strides:INTS | 1
 GlobalAveragePool: x:x | | 1
 GlobalMaxPool: x:x | | 1
+QuantizeLinear: x:a y_scale:a y_zero_point:a? | axis:INT saturate:INT block_size:INT output_dtype:DTYPE precision:DTYPE | 1
+DequantizeLinear: x:a x_scale:a x_zero_point:a? | axis:INT block_size:INT output_dtype:DTYPE | 1
+DynamicQuantizeLinear: x:x | | 3
+MatMulInteger: a:a b:a a_zero_point:a? b_zero_point:a? | | 1
+QLinearMatMul: a:a a_scale:a a_zero_point:a b:a b_scale:a b_zero_point:a y_scale:a y_zero_point:a | | 1
+ConvInteger: x:a w:a x_zero_point:a? w_zero_point:a? | auto_pad:STRING dilations:INTS group:INT kernel_shape:INTS pads:INTS strides:INTS | 1
+QLinearConv: x:a x_scale:a x_zero_point:a w:a w_scale:a w_zero_point:a y_scale:a y_zero_point:a b:a? | auto_pad:STRING dilations:INTS group:INT kernel_shape:INTS pads:INTS strides:INTS | 1
 Reshape: data:x shape:i | allowzero:INT | 1
 Flatten: x:x | axis:INT | 1
 Transpose: x:x | perm:INTS | 1

@@ -205,6 +205,50 @@ static stax_status_t stax_onnx_report_add(stax_onnx_op_report_t* report,
   return STAX_OK;
 }
 
+/* The quantization ops name their quantized type by a zero point's element type or by
+ * attribute output_dtype; float8, int4 and the other narrow types have no stax dtype. Writes
+ * the reason, naming the type and where it comes from, and returns true for such a node. */
+static bool stax_onnx_quant_type_reason(const Onnx__GraphProto* graph,
+                                        const Onnx__NodeProto* node, char* buf, size_t size) {
+  static const char* const quant_ops[] = {"QuantizeLinear", "DequantizeLinear", "QLinearMatMul",
+                                          "QLinearConv",    "MatMulInteger",    "ConvInteger"};
+  const char* op_type = node->op_type ? node->op_type : "";
+  bool quant = false;
+  for (size_t i = 0; i < sizeof(quant_ops) / sizeof(quant_ops[0]); i++) {
+    quant = quant || strcmp(op_type, quant_ops[i]) == 0;
+  }
+  if (!quant || !stax_onnx_is_default_domain(node->domain)) return false;
+  const Onnx__AttributeProto* output_dtype = stax_onnx_node_attribute(node, "output_dtype");
+  if (output_dtype && output_dtype->has_i && output_dtype->i != 0 &&
+      (output_dtype->i > INT32_MAX ||
+       stax_dtype_from_onnx((int32_t)output_dtype->i) == STAX_DTYPE_INVALID)) {
+    snprintf(buf, size,
+             "output_dtype %s (%lld) not supported: stax quantizes to int8, uint8, int16 and "
+             "uint16",
+             stax_onnx_data_type_name(output_dtype->i > INT32_MAX ? -1 : (int32_t)output_dtype->i),
+             (long long)output_dtype->i);
+    return true;
+  }
+  /* Inputs that are initializers of this graph with a type stax lacks (graph inputs and
+   * other values are refused with their own names when their types are read). */
+  for (size_t i = 0; i < node->n_input && graph; i++) {
+    const char* input = node->input[i];
+    if (input == NULL || input[0] == '\0') continue;
+    for (size_t t = 0; t < graph->n_initializer; t++) {
+      const Onnx__TensorProto* init = graph->initializer[t];
+      if (init == NULL || init->name == NULL || strcmp(init->name, input) != 0) continue;
+      int32_t type = init->has_data_type ? init->data_type : 0;
+      if (stax_dtype_from_onnx(type) != STAX_DTYPE_INVALID) break;
+      snprintf(buf, size,
+               "input %zu '%s' has type %s, not supported: stax quantizes to int8, uint8, int16 "
+               "and uint16 (no float8, int4 or other narrow types)",
+               i, input, stax_onnx_data_type_name(type));
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Visits a graph's nodes and, through GRAPH/GRAPHS attributes, its subgraphs. The framing
  * check bounds the nesting, so the recursion is bounded too. */
 static stax_status_t stax_onnx_report_graph(stax_onnx_op_report_t* report,
@@ -215,6 +259,11 @@ static stax_status_t stax_onnx_report_graph(stax_onnx_op_report_t* report,
     const Onnx__NodeProto* node = graph->node[n];
     if (node == NULL) continue;
     const char* reason = stax_onnx_unsupported_reason(node, opset);
+    char quant_reason[256];
+    if (reason == NULL && stax_onnx_quant_type_reason(graph, node, quant_reason,
+                                                      sizeof(quant_reason))) {
+      reason = quant_reason;
+    }
     if (reason != NULL) {
       int64_t node_opset = stax_onnx_is_default_domain(node->domain)
                                ? opset

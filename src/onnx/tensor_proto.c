@@ -25,7 +25,8 @@ const char* stax_onnx_data_type_name(int32_t onnx_code) {
       "INT16",      "INT32",       "INT64",          "STRING",     "BOOL",
       "FLOAT16",    "DOUBLE",      "UINT32",         "UINT64",     "COMPLEX64",
       "COMPLEX128", "BFLOAT16",    "FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-      "FLOAT8E5M2FNUZ", "UINT4",   "INT4",           "FLOAT4E2M1"};
+      "FLOAT8E5M2FNUZ", "UINT4",   "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
+      "UINT2",      "INT2",        "FLOAT6E2M3",     "FLOAT6E3M2"};
   if (onnx_code < 0 || onnx_code >= (int32_t)(sizeof(names) / sizeof(names[0]))) {
     return "UNKNOWN";
   }

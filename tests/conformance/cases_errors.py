@@ -87,5 +87,25 @@ def errors_for(op):
         "LRN": lambda g: (err(g, [x(g, (2, 3, 4))]),
                           err(g, [x(g, (2, 3, 4))], attrs=[A.i("size", 0)]),
                           err(g, [x(g, (2, 3))], attrs=[A.i("size", 3)])),
+        # a per-axis scale of the wrong length, a zero point of another dtype, blocks that
+        # do not give the scale's dims, a zero-point length that is not M
+        "QuantizeLinear": lambda g: (
+            err(g, [x(g, (2, 3)), g.param(np.ones(4, np.float32), "float32", kind="feed")],
+                attrs=[A.i("axis", 1)]),
+            err(g, [x(g, (4, 8)), g.param(np.ones((4, 2), np.float32), "float32",
+                                          kind="feed")],
+                attrs=[A.i("axis", 1), A.i("block_size", 3)])),
+        "DequantizeLinear": lambda g: (
+            err(g, [g.data((2, 3), "int8", view="c"), g.param(np.float32(1), "float32"),
+                    g.param(np.uint8(0), "uint8")]),
+            err(g, [g.data((2, 3), "int8", view="c"),
+                    g.param(np.ones(2, np.float32), "float32", kind="feed")],
+                attrs=[A.i("axis", -1)])),
+        "MatMulInteger": lambda g: (
+            err(g, [g.data((4, 3), "uint8", view="c"), g.data((3, 2), "uint8", view="c"),
+                    g.param(np.zeros(5, np.uint8), "uint8", kind="feed")]),
+            err(g, [g.data((4, 3), "uint8", view="c"), g.data((5, 2), "int8", view="c")])),
+        "ConvInteger": lambda g: err(g, [g.data((1, 2, 5, 5), "uint8", view="c"),
+                                         g.data((3, 4, 3, 3), "int8", kind="init")]),
     }
     return table.get(op)

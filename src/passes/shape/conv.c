@@ -1,5 +1,5 @@
-/* Shape functions for sliding-window ops: Conv, ConvTranspose, MaxPool, AveragePool and the
- * global pools. Inputs are channels-first (N, C, D1, ..., Dn).
+/* Shape functions for sliding-window ops: Conv, ConvTranspose, the quantized ConvInteger and
+ * QLinearConv, MaxPool, AveragePool and the global pools. Inputs are channels-first (N, C, D1, ..., Dn).
  *
  * Output spatial sizes are symbolic (per spatial dim i, extent = dilation*(kernel-1) + 1):
  *   explicit pads (auto_pad NOTSET): floor((D + pad_begin + pad_end - extent) / stride) + 1,
@@ -231,17 +231,52 @@ static stax_status_t check_channels(stax_shape_infer_t* ic, const stax_shape_ope
   return stax_shape_match_dim(ic, x, 1, expected, w->input_index, w_axis);
 }
 
-/* Optional bias: a vector of `channels` entries with x's dtype. */
+/* Optional bias (input bias_index): a vector of `channels` entries with x's dtype, or int32
+ * when int32_bias (QLinearConv). */
 static stax_status_t check_bias(stax_shape_infer_t* ic, const stax_shape_operand_t* x,
-                                const stax_dim_t* channels, int32_t channels_input,
-                                int32_t channels_axis) {
+                                int32_t bias_index, bool int32_bias, const stax_dim_t* channels,
+                                int32_t channels_input, int32_t channels_axis) {
   stax_shape_operand_t bias;
   bool present = false;
-  stax_shape_read_input(ic, 2, &bias, &present);
+  stax_shape_read_input(ic, bias_index, &bias, &present);
   if (!present) return STAX_OK;
-  STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, x, &bias));
+  if (int32_bias) {
+    STAX_RETURN_IF_ERROR(
+        stax_shape_require_dtype(ic, &bias, STAX_DTYPE_BIT(STAX_DTYPE_INT32), "int32"));
+  } else {
+    STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, x, &bias));
+  }
   STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &bias, 1, 1));
   return stax_shape_match_dim(ic, &bias, 0, channels, channels_input, channels_axis);
+}
+
+/* The output of a forward convolution of x by w (already read and dtype-checked), with an
+ * optional bias at input bias_index (-1: none). */
+static stax_status_t conv_output(stax_shape_infer_t* ic, const stax_shape_operand_t* x,
+                                 const stax_shape_operand_t* w, int32_t bias_index,
+                                 bool int32_bias, stax_dtype_t out_dtype) {
+  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, w, x->rank, x->rank));
+  int32_t spatial = x->rank - 2;
+  int64_t group = 1;
+  window_t window;
+  /* Attributes before any unification: a rejected node should record as few equalities as
+   * possible (the union-find cannot undo them). */
+  STAX_RETURN_IF_ERROR(read_group(ic, &group));
+  STAX_RETURN_IF_ERROR(read_window(ic, spatial, false, &window));
+  STAX_RETURN_IF_ERROR(check_divisible(ic, w, 0, group));
+  STAX_RETURN_IF_ERROR(check_kernel_shape(ic, w, spatial));
+  STAX_RETURN_IF_ERROR(check_channels(ic, x, w, 1, group));
+  if (bias_index >= 0) {
+    STAX_RETURN_IF_ERROR(
+        check_bias(ic, x, bias_index, int32_bias, w->dims[0], w->input_index, 0));
+  }
+  const stax_dim_t* dims[STAX_MAX_RANK];
+  dims[0] = stax_dim_resolve(ic->shape, x->dims[0]);
+  dims[1] = stax_dim_resolve(ic->shape, w->dims[0]);
+  for (int32_t i = 0; i < spatial; i++) {
+    STAX_RETURN_IF_ERROR(window_output_size(ic, &window, i, x, w->dims[2 + i], &dims[2 + i]));
+  }
+  return stax_shape_set_output(ic, 0, out_dtype, x->rank, dims);
 }
 
 /* Conv(X, W, B?): W is (M, C/group, k1..kn); the output is (N, M, o1..on). */
@@ -250,25 +285,75 @@ stax_status_t stax_shape_conv(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(read_spatial_input(ic, STAX_DTYPES_FLOAT, "a floating-point type", &x));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 1, &w));
   STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, &x, &w));
-  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &w, x.rank, x.rank));
-  int32_t spatial = x.rank - 2;
-  int64_t group = 1;
-  window_t window;
-  /* Attributes before any unification: a rejected node should record as few equalities as
-   * possible (the union-find cannot undo them). */
-  STAX_RETURN_IF_ERROR(read_group(ic, &group));
-  STAX_RETURN_IF_ERROR(read_window(ic, spatial, false, &window));
-  STAX_RETURN_IF_ERROR(check_divisible(ic, &w, 0, group));
-  STAX_RETURN_IF_ERROR(check_kernel_shape(ic, &w, spatial));
-  STAX_RETURN_IF_ERROR(check_channels(ic, &x, &w, 1, group));
-  STAX_RETURN_IF_ERROR(check_bias(ic, &x, w.dims[0], 1, 0));
-  const stax_dim_t* dims[STAX_MAX_RANK];
-  dims[0] = stax_dim_resolve(ic->shape, x.dims[0]);
-  dims[1] = stax_dim_resolve(ic->shape, w.dims[0]);
-  for (int32_t i = 0; i < spatial; i++) {
-    STAX_RETURN_IF_ERROR(window_output_size(ic, &window, i, &x, w.dims[2 + i], &dims[2 + i]));
+  return conv_output(ic, &x, &w, 2, false, x.dtype);
+}
+
+#define QUANT_8BIT (STAX_DTYPE_BIT(STAX_DTYPE_INT8) | STAX_DTYPE_BIT(STAX_DTYPE_UINT8))
+
+/* A zero point or scale of a quantized conv: `dtype_like` (when given) fixes its dtype;
+ * per_channel allows [M] besides one element. Only constant dims can be checked here. */
+static stax_status_t conv_quant_param(stax_shape_infer_t* ic, int32_t index, bool required,
+                                      const stax_shape_operand_t* dtype_like, bool per_channel,
+                                      const stax_shape_operand_t* w) {
+  stax_shape_operand_t p;
+  bool present = false;
+  stax_shape_read_input(ic, index, &p, &present);
+  if (!present) {
+    if (!required) return STAX_OK;
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT, "input %d is required", index);
   }
-  return stax_shape_set_output(ic, 0, x.dtype, x.rank, dims);
+  if (dtype_like) {
+    STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, dtype_like, &p));
+  } else {
+    STAX_RETURN_IF_ERROR(
+        stax_shape_require_dtype(ic, &p, STAX_DTYPES_FLOAT, "a floating-point type"));
+  }
+  STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &p, 0, 1));
+  int64_t length = 0, channels = 0;
+  if (p.rank == 1 && stax_shape_dim_const(ic, p.dims[0], &length) && length != 1) {
+    if (!per_channel) {
+      return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
+                              "input %d '%s' dim 0 is %lld; it must have one element (per "
+                              "tensor)",
+                              index, p.name, (long long)length);
+    }
+    if (stax_shape_dim_const(ic, w->dims[0], &channels) && channels != length) {
+      return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
+                              "input %d '%s' dim 0 is %lld but input %d '%s' dim 0 (output "
+                              "channels) is %lld",
+                              index, p.name, (long long)length, w->input_index, w->name,
+                              (long long)channels);
+    }
+  }
+  return STAX_OK;
+}
+
+/* ConvInteger(x, w, x_zero_point?, w_zero_point?) -> int32, Conv's shape. */
+stax_status_t stax_shape_conv_integer(stax_shape_infer_t* ic) {
+  stax_shape_operand_t x, w;
+  STAX_RETURN_IF_ERROR(read_spatial_input(ic, QUANT_8BIT, "int8 or uint8", &x));
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 1, &w));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &w, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 2, false, &x, false, &w));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 3, false, &w, true, &w));
+  return conv_output(ic, &x, &w, -1, false, STAX_DTYPE_INT32);
+}
+
+/* QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?) -> y_zp's dtype. */
+stax_status_t stax_shape_qlinear_conv(stax_shape_infer_t* ic) {
+  stax_shape_operand_t x, w, y_zero;
+  STAX_RETURN_IF_ERROR(read_spatial_input(ic, QUANT_8BIT, "int8 or uint8", &x));
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 3, &w));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &w, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 7, &y_zero));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &y_zero, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 1, true, NULL, false, &w));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 2, true, &x, false, &w));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 4, true, NULL, true, &w));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 5, true, &w, true, &w));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 6, true, NULL, false, &w));
+  STAX_RETURN_IF_ERROR(conv_quant_param(ic, 7, true, &y_zero, false, &w));
+  return conv_output(ic, &x, &w, 8, true, y_zero.dtype);
 }
 
 /* ConvTranspose(X, W, B?): W is (C, M/group, k1..kn); the output is (N, M, o1..on). */
@@ -323,7 +408,7 @@ stax_status_t stax_shape_conv_transpose(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(check_channels(ic, &x, &w, 0, 1));
   const stax_dim_t* out_channels = stax_dim_mul_const(shape, w.dims[1], group);
   STAX_RETURN_IF_ERROR(stax_infer_check_dims(ic));
-  STAX_RETURN_IF_ERROR(check_bias(ic, &x, out_channels, 1, 1));
+  STAX_RETURN_IF_ERROR(check_bias(ic, &x, 2, false, out_channels, 1, 1));
   const stax_dim_t* dims[STAX_MAX_RANK];
   dims[0] = stax_dim_resolve(shape, x.dims[0]);
   dims[1] = stax_dim_resolve(shape, out_channels);
