@@ -292,10 +292,9 @@ cleanup:
 
 /* ---- RoiAlign ------------------------------------------------------------------------------ */
 
-/* Most sample rows (output_height * grid height) or columns one roi may need: a roi that is
- * huge against its bins with sampling_ratio 0 (adaptive) would otherwise ask for unbounded
- * tables and time; ONNX Runtime would try to allocate them. */
-#define ROI_MAX_SAMPLES_PER_AXIS ((int64_t)1 << 24)
+/* Most sample rows (output_height * grid height) or columns one roi may need (kernel.h);
+ * ONNX Runtime would try to allocate whatever a roi asks for. */
+#define ROI_MAX_SAMPLES_PER_AXIS STAX_ROI_ALIGN_MAX_SAMPLES_PER_AXIS
 
 /* One sample row (or column): the two pixel rows it interpolates between and their weights
  * (low * low_weight + high * high_weight); valid false when the sample is more than a pixel
@@ -541,8 +540,9 @@ static stax_status_t roi_read_params(const stax_kernel_call_t* call, const stax_
       output_width > ROI_MAX_SAMPLES_PER_AXIS)
     return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
                              "attributes output_height = %lld and output_width = %lld; both "
-                             "must be positive",
-                             (long long)output_height, (long long)output_width);
+                             "must be in [1, %lld]",
+                             (long long)output_height, (long long)output_width,
+                             (long long)ROI_MAX_SAMPLES_PER_AXIS);
   if (sampling_ratio < 0)
     return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
                              "attribute 'sampling_ratio' is %lld; it must be >= 0 (0: adaptive)",

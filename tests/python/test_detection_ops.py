@@ -505,6 +505,8 @@ ROI_LOAD_ERRORS = [
      stax.InvalidArgumentError, "attribute 'coordinate_transformation_mode' is 'asymmetric'"),
     ([1, 2, 5, 5], [3, 4], [3], {"output_height": 0}, stax.InvalidArgumentError,
      "RoiAlign node 'roi': attributes output_height = 0 and output_width = 1"),
+    ([1, 2, 5, 5], [3, 4], [3], {"output_height": 2 ** 30}, stax.InvalidArgumentError,
+     "output_height = 1073741824 and output_width = 1; both must be in [1, 16777216]"),
     ([1, 2, 5, 5], [3, 4], [3], {"sampling_ratio": -1}, stax.InvalidArgumentError,
      "RoiAlign node 'roi': attribute 'sampling_ratio' is -1"),
 ]

@@ -406,6 +406,7 @@ static void test_roi_align_errors(void) {
       {kt_attr_string("coordinate_transformation_mode", "asymmetric"),
        "attribute 'coordinate_transformation_mode' is 'asymmetric'"},
       {kt_attr_int("output_height", 0), "output_height = 0"},
+      {kt_attr_int("output_width", (int64_t)1 << 25), "both must be in [1, 16777216]"},
       {kt_attr_int("sampling_ratio", -2), "attribute 'sampling_ratio' is -2"},
       {kt_attr_int("sampling_ratio", (int64_t)1 << 40), "needs more than 16777216"},
   };

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/kernel.h" /* STAX_ROI_ALIGN_MAX_SAMPLES_PER_AXIS */
 #include "passes/shape/shape_operands.h"
 
 /* Unifies operand dim `axis` with the constant `expected` (a symbolic dim becomes that
@@ -148,11 +149,14 @@ stax_status_t stax_shape_roi_align(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(stax_node_attr_int(ic->node, "output_height", 1, &output_height));
   STAX_RETURN_IF_ERROR(stax_node_attr_int(ic->node, "output_width", 1, &output_width));
   STAX_RETURN_IF_ERROR(stax_node_attr_int(ic->node, "sampling_ratio", 0, &sampling_ratio));
-  if (output_height <= 0 || output_width <= 0) {
+  if (output_height <= 0 || output_width <= 0 ||
+      output_height > STAX_ROI_ALIGN_MAX_SAMPLES_PER_AXIS ||
+      output_width > STAX_ROI_ALIGN_MAX_SAMPLES_PER_AXIS) {
     return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
                             "attributes output_height = %lld and output_width = %lld; both "
-                            "must be positive",
-                            (long long)output_height, (long long)output_width);
+                            "must be in [1, %lld]",
+                            (long long)output_height, (long long)output_width,
+                            (long long)STAX_ROI_ALIGN_MAX_SAMPLES_PER_AXIS);
   }
   if (sampling_ratio < 0) {
     return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
