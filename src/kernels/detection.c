@@ -281,7 +281,8 @@ stax_status_t stax_kernel_NonMaxSuppression(stax_kernel_call_t* call) {
       memcpy(stax_tensor_data(out), rows.data, (size_t)rows.count * 3 * sizeof(int64_t));
   }
 cleanup:
-  if (batch_boxes) stax_allocator_free(call->allocator, batch_boxes, spatial_slots * sizeof(nms_box_t));
+  if (batch_boxes)
+    stax_allocator_free(call->allocator, batch_boxes, spatial_slots * sizeof(nms_box_t));
   if (candidates)
     stax_allocator_free(call->allocator, candidates, spatial_slots * sizeof(nms_candidate_t));
   if (kept) stax_allocator_free(call->allocator, kept, spatial_slots * sizeof(int64_t));
@@ -509,7 +510,7 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
 ROI_DEFINE(f32, float, ceilf)
 ROI_DEFINE(f64, double, ceil)
 
-/* Roi r's coordinates, converted to the compute type of `wide` (double) or float. */
+/* Roi r's coordinates in its compute type: out_f64 for float64 rois, out_f32 otherwise. */
 static void roi_coordinates(const stax_tensor_t* rois, int64_t r, float* out_f32,
                             double* out_f64) {
   const void* data = stax_buffer_data(rois->buffer);
@@ -700,8 +701,8 @@ stax_status_t stax_kernel_RoiAlign(stax_kernel_call_t* call) {
     int64_t per_channel = params.output_height * params.output_width *
                           (geometry.count > 0 ? geometry.count : 1);
     int64_t grain = per_channel >= ROI_PARALLEL_GRAIN ? 1 : ROI_PARALLEL_GRAIN / per_channel;
-    stax_parallel_for(call->pool, params.channels, grain, wide ? roi_channels_f64 : roi_channels_f32,
-                      &task);
+    stax_parallel_for(call->pool, params.channels, grain,
+                      wide ? roi_channels_f64 : roi_channels_f32, &task);
   }
 cleanup:
   if (rows) stax_allocator_free(call->allocator, rows, rows_bytes);

@@ -264,6 +264,19 @@ def test_nms_python_builder_with_strided_inputs():
     assert np.array_equal(np.asarray(kernel(boxes_view, scores_view)), want)
 
 
+def test_nms_python_builder_omitted_inputs():
+    """Optional inputs left as None are omitted, in the middle too (iou_threshold here)."""
+    boxes = stax.placeholder([2, 12, 4], name="boxes")
+    scores = stax.placeholder([2, 3, 12], name="scores")
+    kernel = stax.compile(stax.non_max_suppression(boxes, scores, 4, None, 0.3))
+    model = nms_model(("max_output_boxes_per_class", "score_threshold"),
+                      initializers={"max_output_boxes_per_class": np.array([4], np.int64),
+                                    "score_threshold": np.array([0.3], np.float32)})
+    b, s = random_boxes(2, 12, 0), RNG.random((2, 3, 12)).astype(np.float32)
+    assert np.array_equal(np.asarray(kernel(b, s)), run_ort(model, {"boxes": b, "scores": s})[0])
+    assert np.asarray(stax.compile(stax.non_max_suppression(boxes, scores))(b, s)).shape == (0, 3)
+
+
 NMS_LOAD_ERRORS = [
     # boxes shape, scores shape, error, message
     ([2, 5], [1, 1, 5], stax.ShapeError,
