@@ -23,7 +23,6 @@
  * sample rows and one of sample columns per roi, shared by every channel, which run in
  * parallel. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernel.h"
@@ -60,12 +59,38 @@ typedef struct nms_candidate_t {
   int64_t index;
 } nms_candidate_t;
 
-/* Descending score, then ascending index: a total order (NaN scores are left out). */
-static int nms_candidate_order(const void* a, const void* b) {
-  const nms_candidate_t* x = a;
-  const nms_candidate_t* y = b;
-  if (x->score != y->score) return x->score > y->score ? -1 : 1;
-  return x->index < y->index ? -1 : (x->index > y->index ? 1 : 0);
+/* True when a comes before b: descending score, then ascending index (a total order: NaN
+ * scores are left out). */
+static inline bool nms_before(const nms_candidate_t* a, const nms_candidate_t* b) {
+  return a->score > b->score || (a->score == b->score && a->index < b->index);
+}
+
+/* The candidates form a binary heap with the first in order at the root, so a class costs
+ * O(S + taken * log S) rather than a full sort: usually only the best few are ever looked at
+ * (max_output_boxes_per_class, as ONNX Runtime's priority queue does). */
+static void nms_sift_down(nms_candidate_t* heap, int64_t count, int64_t at) {
+  nms_candidate_t item = heap[at];
+  for (;;) {
+    int64_t child = 2 * at + 1;
+    if (child >= count) break;
+    if (child + 1 < count && nms_before(&heap[child + 1], &heap[child])) child++;
+    if (!nms_before(&heap[child], &item)) break;
+    heap[at] = heap[child];
+    at = child;
+  }
+  heap[at] = item;
+}
+
+static void nms_heapify(nms_candidate_t* heap, int64_t count) {
+  for (int64_t at = count / 2 - 1; at >= 0; at--) nms_sift_down(heap, count, at);
+}
+
+/* Removes and returns the root. count > 0. */
+static nms_candidate_t nms_pop(nms_candidate_t* heap, int64_t* count) {
+  nms_candidate_t top = heap[0];
+  heap[0] = heap[--*count];
+  if (*count > 0) nms_sift_down(heap, *count, 0);
+  return top;
 }
 
 /* std::max / std::min's forms, so NaN coordinates behave as in ONNX Runtime. */
@@ -258,17 +283,17 @@ stax_status_t stax_kernel_NonMaxSuppression(stax_kernel_call_t* call) {
         candidates[candidate_count].index = s;
         candidate_count++;
       }
-      qsort(candidates, (size_t)candidate_count, sizeof(nms_candidate_t), nms_candidate_order);
+      nms_heapify(candidates, candidate_count);
       int64_t kept_count = 0;
-      for (int64_t i = 0; i < candidate_count && kept_count < keep_limit; i++) {
-        const nms_box_t* box = &batch_boxes[candidates[i].index];
+      while (candidate_count > 0 && kept_count < keep_limit) {
+        nms_candidate_t next = nms_pop(candidates, &candidate_count);
+        const nms_box_t* box = &batch_boxes[next.index];
         bool suppressed = false;
         for (int64_t k = 0; k < kept_count && !suppressed; k++)
           suppressed = nms_suppresses(box, &batch_boxes[kept[k]], iou_threshold);
         if (suppressed) continue;
-        kept[kept_count++] = candidates[i].index;
-        STAX_GOTO_IF_ERROR(status, nms_rows_push(call, &rows, b, c, candidates[i].index),
-                           cleanup);
+        kept[kept_count++] = next.index;
+        STAX_GOTO_IF_ERROR(status, nms_rows_push(call, &rows, b, c, next.index), cleanup);
       }
     }
   }
@@ -356,16 +381,6 @@ static inline void roi_store_f32(stax_dtype_t dtype, void* base, int64_t index, 
   }
 }
 
-static inline double roi_load_f64(stax_dtype_t dtype, const void* base, int64_t offset) {
-  (void)dtype;
-  return ((const double*)base)[offset];
-}
-
-static inline void roi_store_f64(stax_dtype_t dtype, void* base, int64_t index, double value) {
-  (void)dtype;
-  ((double*)base)[index] = value;
-}
-
 /* The sample grid of one bin side: sampling_ratio, or ceil(extent / bins) when it is 0; 0
  * for an empty, negative or NaN extent (no samples: the bin is 0). *out_too_large when the
  * grid exceeds the table limit. */
@@ -380,13 +395,13 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
   return (int64_t)grid;
 }
 
-/* Instantiates the geometry and the per-channel loop for one compute type T: roi_geometry_T,
- * roi_channels_T (a parallel-for task over channels). The expressions keep ONNX Runtime's
- * order of operations, which decides the last bit and which pixel a sample lands on. */
+/* Instantiates the geometry for one compute type T: roi_axis_T (a sample table) and
+ * roi_geometry_T. The expressions keep ONNX Runtime's order of operations, which decides the
+ * last bit and which pixel a sample lands on. */
 #define ROI_MAX(a, b) ((a) < (b) ? (b) : (a))
 #define ROI_DEFINE(SUFFIX, T, CEIL)                                                            \
   static void roi_axis_##SUFFIX(T start, T bin_size, int64_t bins, int64_t grid, int64_t size,  \
-                                roi_sample_##SUFFIX##_t* samples) {                             \
+                                int64_t stride, roi_sample_##SUFFIX##_t* samples) {             \
     for (int64_t p = 0; p < bins; p++) {                                                        \
       for (int64_t i = 0; i < grid; i++) {                                                      \
         roi_sample_##SUFFIX##_t* sample = &samples[p * grid + i];                               \
@@ -402,8 +417,8 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
           high = low + 1;                                                                       \
         }                                                                                       \
         T fraction = at - (T)low;                                                               \
-        sample->low = low;                                                                      \
-        sample->high = high;                                                                    \
+        sample->low = low * stride;                                                             \
+        sample->high = high * stride;                                                           \
         sample->high_weight = fraction;                                                         \
         sample->low_weight = (T)1. - fraction;                                                  \
         sample->valid = true;                                                                   \
@@ -414,7 +429,8 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
   /* Corners, bins and grid of roi `coordinates` (x1, y1, x2, y2); the tables are filled only  \
    * when `fill`. *out_too_large when the grid exceeds the limit. */                           \
   static void roi_geometry_##SUFFIX(const roi_params_t* params, const T coordinates[4],        \
-                                    bool fill, roi_geometry_t* geometry, bool* out_too_large) { \
+                                    const int64_t* strides, bool fill,                          \
+                                    roi_geometry_t* geometry, bool* out_too_large) {            \
     T offset = params->half_pixel ? (T)0.5 : (T)0.0;                                            \
     T scale = (T)params->spatial_scale;                                                         \
     T start_w = coordinates[0] * scale - offset;                                                \
@@ -441,12 +457,16 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
     geometry->count = count > 1 ? count : 1;                                                    \
     if (!fill || *out_too_large) return;                                                        \
     roi_axis_##SUFFIX(start_h, bin_h, params->output_height, geometry->grid_h, params->height,  \
-                      geometry->rows);                                                          \
+                      strides[2], geometry->rows);                                              \
     roi_axis_##SUFFIX(start_w, bin_w, params->output_width, geometry->grid_w, params->width,    \
-                      geometry->columns);                                                       \
+                      strides[3], geometry->columns);                                           \
   }                                                                                             \
-                                                                                                \
-  static void roi_channels_##SUFFIX(void* opaque, int64_t begin, int64_t end) {                 \
+
+/* Instantiates roi_channels_NAME, the parallel-for task over one roi's channels, for compute
+ * type T reading X through LOAD(data, offset) and writing through STORE(out, index, value).
+ * The sample tables hold element offsets (index x stride), so the loops only add. */
+#define ROI_DEFINE_CHANNELS(NAME, SUFFIX, T, LOAD, STORE)                                       \
+  static void roi_channels_##NAME(void* opaque, int64_t begin, int64_t end) {                   \
     const roi_task_t* task = opaque;                                                            \
     const roi_params_t* params = task->params;                                                  \
     const roi_geometry_t* geometry = task->geometry;                                            \
@@ -454,17 +474,22 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
     const roi_sample_##SUFFIX##_t* columns = geometry->columns;                                 \
     const stax_tensor_t* x = task->x;                                                           \
     const void* data = stax_buffer_data(x->buffer);                                             \
-    const int64_t* strides = x->strides;                                                        \
+    stax_dtype_t dtype = x->dtype;                                                              \
     int64_t grid_h = geometry->grid_h, grid_w = geometry->grid_w;                               \
-    int64_t bins = params->output_height * params->output_width;                                \
+    int64_t output_width = params->output_width;                                                \
+    int64_t bins = params->output_height * output_width;                                        \
+    T divisor = (T)geometry->count;                                                             \
+    (void)dtype;                                                                                \
     for (int64_t c = begin; c < end; c++) {                                                     \
-      int64_t base = x->offset + task->batch * strides[0] + c * strides[1];                     \
+      int64_t base = x->offset + task->batch * x->strides[0] + c * x->strides[1];               \
       for (int64_t ph = 0; ph < params->output_height; ph++) {                                  \
-        for (int64_t pw = 0; pw < params->output_width; pw++) {                                 \
+        const roi_sample_##SUFFIX##_t* bin_rows = &rows[ph * grid_h];                           \
+        for (int64_t pw = 0; pw < output_width; pw++) {                                         \
+          const roi_sample_##SUFFIX##_t* bin_columns = &columns[pw * grid_w];                   \
           T value = 0;                                                                          \
-          bool have = false;                                                                    \
+          bool have = false; /* max mode: value holds a sample */                               \
           for (int64_t iy = 0; iy < grid_h; iy++) {                                             \
-            const roi_sample_##SUFFIX##_t* row = &rows[ph * grid_h + iy];                       \
+            const roi_sample_##SUFFIX##_t* row = &bin_rows[iy];                                 \
             if (!row->valid) {                                                                  \
               /* every sample of this row contributes 0 */                                      \
               if (params->max_mode && grid_w > 0) {                                             \
@@ -473,35 +498,37 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
               }                                                                                 \
               continue;                                                                         \
             }                                                                                   \
-            int64_t low_row = base + row->low * strides[2];                                     \
-            int64_t high_row = base + row->high * strides[2];                                   \
+            int64_t low_row = base + row->low, high_row = base + row->high;                     \
+            T hy = row->low_weight, ly = row->high_weight;                                      \
+            if (!params->max_mode) {                                                            \
+              for (int64_t ix = 0; ix < grid_w; ix++) {                                         \
+                const roi_sample_##SUFFIX##_t* column = &bin_columns[ix];                       \
+                if (!column->valid) continue;                                                   \
+                T hx = column->low_weight, lx = column->high_weight;                            \
+                value += hy * hx * LOAD(data, low_row + column->low) +                          \
+                         hy * lx * LOAD(data, low_row + column->high) +                         \
+                         ly * hx * LOAD(data, high_row + column->low) +                         \
+                         ly * lx * LOAD(data, high_row + column->high);                         \
+              }                                                                                 \
+              continue;                                                                         \
+            }                                                                                   \
             for (int64_t ix = 0; ix < grid_w; ix++) {                                           \
-              const roi_sample_##SUFFIX##_t* column = &columns[pw * grid_w + ix];               \
+              const roi_sample_##SUFFIX##_t* column = &bin_columns[ix];                         \
               T sample = 0;                                                                     \
               if (column->valid) {                                                              \
-                T w1 = row->low_weight * column->low_weight;                                    \
-                T w2 = row->low_weight * column->high_weight;                                   \
-                T w3 = row->high_weight * column->low_weight;                                   \
-                T w4 = row->high_weight * column->high_weight;                                  \
-                T v1 = roi_load_##SUFFIX(x->dtype, data, low_row + column->low * strides[3]);   \
-                T v2 = roi_load_##SUFFIX(x->dtype, data, low_row + column->high * strides[3]);  \
-                T v3 = roi_load_##SUFFIX(x->dtype, data, high_row + column->low * strides[3]);  \
-                T v4 = roi_load_##SUFFIX(x->dtype, data, high_row + column->high * strides[3]); \
-                if (params->max_mode) {                                                         \
-                  sample = ROI_MAX(ROI_MAX(ROI_MAX(w1 * v1, w2 * v2), w3 * v3), w4 * v4);       \
-                } else {                                                                        \
-                  value += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;                               \
-                }                                                                               \
+                T hx = column->low_weight, lx = column->high_weight;                            \
+                T v1 = hy * hx * LOAD(data, low_row + column->low);                             \
+                T v2 = hy * lx * LOAD(data, low_row + column->high);                            \
+                T v3 = ly * hx * LOAD(data, high_row + column->low);                            \
+                T v4 = ly * lx * LOAD(data, high_row + column->high);                           \
+                sample = ROI_MAX(ROI_MAX(ROI_MAX(v1, v2), v3), v4);                             \
               }                                                                                 \
-              if (params->max_mode) {                                                           \
-                value = have ? ROI_MAX(value, sample) : sample;                                 \
-                have = true;                                                                    \
-              }                                                                                 \
+              value = have ? ROI_MAX(value, sample) : sample;                                   \
+              have = true;                                                                      \
             }                                                                                   \
           }                                                                                     \
-          if (!params->max_mode) value /= (T)geometry->count;                                   \
-          roi_store_##SUFFIX(task->out_dtype, task->out,                                        \
-                             c * bins + ph * params->output_width + pw, value);                 \
+          if (!params->max_mode) value /= divisor;                                              \
+          STORE(task->out, c * bins + ph * output_width + pw, value);                           \
         }                                                                                       \
       }                                                                                         \
     }                                                                                           \
@@ -509,6 +536,16 @@ static int64_t roi_grid(int64_t sampling_ratio, double extent_over_bins, int64_t
 
 ROI_DEFINE(f32, float, ceilf)
 ROI_DEFINE(f64, double, ceil)
+
+#define ROI_LOAD_FLOAT(data, offset) (((const float*)(data))[offset])
+#define ROI_LOAD_HALF(data, offset) roi_load_f32(dtype, data, offset)
+#define ROI_LOAD_DOUBLE(data, offset) (((const double*)(data))[offset])
+#define ROI_STORE_FLOAT(out, index, value) (((float*)(out))[index] = (value))
+#define ROI_STORE_HALF(out, index, value) roi_store_f32(task->out_dtype, out, index, value)
+#define ROI_STORE_DOUBLE(out, index, value) (((double*)(out))[index] = (value))
+ROI_DEFINE_CHANNELS(f32, f32, float, ROI_LOAD_FLOAT, ROI_STORE_FLOAT)
+ROI_DEFINE_CHANNELS(half, f32, float, ROI_LOAD_HALF, ROI_STORE_HALF)
+ROI_DEFINE_CHANNELS(f64, f64, double, ROI_LOAD_DOUBLE, ROI_STORE_DOUBLE)
 
 /* Roi r's coordinates in its compute type: out_f64 for float64 rois, out_f32 otherwise. */
 static void roi_coordinates(const stax_tensor_t* rois, int64_t r, float* out_f32,
@@ -635,6 +672,9 @@ stax_status_t stax_kernel_RoiAlign(stax_kernel_call_t* call) {
   roi_params_t params;
   STAX_RETURN_IF_ERROR(roi_read_params(call, x, &params));
   bool wide = x->dtype == STAX_DTYPE_FLOAT64;
+  stax_parallel_fn channels = wide ? roi_channels_f64
+                              : x->dtype == STAX_DTYPE_FLOAT32 ? roi_channels_f32
+                                                               : roi_channels_half;
   int64_t roi_count = rois->dims[0];
   /* First pass: every roi's grid, so a roi that asks too much fails before any work. */
   int64_t most_rows = 1, most_columns = 1;
@@ -645,9 +685,9 @@ stax_status_t stax_kernel_RoiAlign(stax_kernel_call_t* call) {
     roi_geometry_t geometry = {0};
     bool too_large = false;
     if (wide) {
-      roi_geometry_f64(&params, c64, false, &geometry, &too_large);
+      roi_geometry_f64(&params, c64, x->strides, false, &geometry, &too_large);
     } else {
-      roi_geometry_f32(&params, c32, false, &geometry, &too_large);
+      roi_geometry_f32(&params, c32, x->strides, false, &geometry, &too_large);
     }
     if (too_large)
       return stax_kernel_error(call, STAX_INVALID_ARGUMENT,
@@ -686,9 +726,9 @@ stax_status_t stax_kernel_RoiAlign(stax_kernel_call_t* call) {
     roi_geometry_t geometry = {.rows = rows, .columns = columns};
     bool too_large = false;
     if (wide) {
-      roi_geometry_f64(&params, c64, true, &geometry, &too_large);
+      roi_geometry_f64(&params, c64, x->strides, true, &geometry, &too_large);
     } else {
-      roi_geometry_f32(&params, c32, true, &geometry, &too_large);
+      roi_geometry_f32(&params, c32, x->strides, true, &geometry, &too_large);
     }
     roi_task_t task = {
         .params = &params,
@@ -701,8 +741,7 @@ stax_status_t stax_kernel_RoiAlign(stax_kernel_call_t* call) {
     int64_t per_channel = params.output_height * params.output_width *
                           (geometry.count > 0 ? geometry.count : 1);
     int64_t grain = per_channel >= ROI_PARALLEL_GRAIN ? 1 : ROI_PARALLEL_GRAIN / per_channel;
-    stax_parallel_for(call->pool, params.channels, grain,
-                      wide ? roi_channels_f64 : roi_channels_f32, &task);
+    stax_parallel_for(call->pool, params.channels, grain, channels, &task);
   }
 cleanup:
   if (rows) stax_allocator_free(call->allocator, rows, rows_bytes);
