@@ -900,6 +900,33 @@ def unique(x, axis=None, sorted=True, return_all=False, name=None):  # noqa: A00
                       name=name)
 
 
+# ---- object detection ------------------------------------------------------------------------
+
+
+def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None,
+                        score_threshold=None, center_point_box=0, name=None):
+    """ONNX NonMaxSuppression: boxes [B, S, 4] (corners y1, x1, y2, x2, or x_center, y_center,
+    width, height with center_point_box=1), scores [B, C, S]; per batch and class, boxes by
+    descending score (ties: lower index first) kept unless their IoU with a kept box exceeds
+    iou_threshold. Returns int64 [selected, 3] rows (batch, class, box), the count known at
+    run time. Without max_output_boxes_per_class nothing is selected, as in ONNX."""
+    return ops.NonMaxSuppression(boxes, scores, max_output_boxes_per_class, iou_threshold,
+                                 score_threshold, center_point_box=center_point_box, name=name)
+
+
+def roi_align(x, rois, batch_indices, output_height=1, output_width=1, sampling_ratio=0,
+              spatial_scale=1.0, mode="avg", coordinate_transformation_mode="half_pixel",
+              name=None):
+    """ONNX RoiAlign: x [N, C, H, W], rois [R, 4] (x1, y1, x2, y2 in input coordinates before
+    spatial_scale), batch_indices int64 [R] -> [R, C, output_height, output_width]; each bin
+    averages (mode "max": takes the maximum of) bilinear samples, sampling_ratio per bin side
+    or adaptive (0)."""
+    return ops.RoiAlign(x, rois, batch_indices, output_height=output_height,
+                        output_width=output_width, sampling_ratio=sampling_ratio,
+                        spatial_scale=spatial_scale, mode=mode,
+                        coordinate_transformation_mode=coordinate_transformation_mode, name=name)
+
+
 # ---- control flow ----------------------------------------------------------------------------
 
 
@@ -1037,7 +1064,8 @@ NUMPY_NAMES = {
     "Range": "arange", "Constant": "constant", "Resize": "resize", "Trilu": "triu",
     "OneHot": "one_hot", "EyeLike": "eye_like", "DepthToSpace": "depth_to_space",
     "SpaceToDepth": "space_to_depth", "Compress": "compress", "NonZero": "nonzero",
-    "TopK": "topk", "Unique": "unique", "If": "cond", "Loop": "loop",
+    "TopK": "topk", "Unique": "unique", "NonMaxSuppression": "non_max_suppression",
+    "RoiAlign": "roi_align", "If": "cond", "Loop": "loop",
     "QuantizeLinear": "quantize_linear", "DequantizeLinear": "dequantize_linear",
     "DynamicQuantizeLinear": "dynamic_quantize_linear", "MatMulInteger": "matmul_integer",
     "QLinearMatMul": "qlinear_matmul", "ConvInteger": "conv_integer",

@@ -152,6 +152,8 @@ Compress: x:x condition:c | axis:INT | 1
 NonZero: x:x | | 1
 TopK: x:x k:i | axis:INT largest:INT sorted:INT | 2
 Unique: x:x | axis:INT sorted:INT | 1-4
+NonMaxSuppression: boxes:x scores:x max_output_boxes_per_class:i? iou_threshold:f? score_threshold:f? | center_point_box:INT | 1
+RoiAlign: x:x rois:x batch_indices:i | coordinate_transformation_mode:STRING mode:STRING output_height:INT output_width:INT sampling_ratio:INT spatial_scale:FLOAT | 1
 If: cond:c | then_branch:GRAPH else_branch:GRAPH | 1-*
 Loop: max_trip_count:i? cond:c? initial:a* | body:GRAPH | 1-*
 """

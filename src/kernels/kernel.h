@@ -43,6 +43,12 @@ typedef stax_status_t (*stax_kernel_fn)(stax_kernel_call_t* call);
 #include "stax/ops.def"
 #undef STAX_OP
 
+/* RoiAlign's most sample points along one axis of one roi (output bins x sampling grid): a
+ * roi that is huge against its bins with sampling_ratio 0 (adaptive), or a huge
+ * sampling_ratio, would otherwise ask for unbounded tables and time. Shape inference refuses
+ * output_height / output_width above it. */
+#define STAX_ROI_ALIGN_MAX_SAMPLES_PER_AXIS ((int64_t)1 << 24)
+
 /* The kernel table, indexed by stax_op_t. */
 stax_kernel_fn stax_kernel_for_op(stax_op_t op);
 

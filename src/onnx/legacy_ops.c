@@ -12,6 +12,8 @@
  *   - BatchNormalization < 14 signalled training by asking for more outputs: training_mode;
  *   - legacy broadcasting (< 7, broadcast=1 with axis): B gets trailing 1-dims (Unsqueeze);
  *     so does PRelu < 7's per-channel slope [C] (applied along input dim 1);
+ *   - RoiAlign < 16 sampled without the half-pixel shift: coordinate_transformation_mode
+ *     output_half_pixel;
  *   - harmless legacy attributes are dropped (consumed_inputs, is_test, spatial=1, Gemm's
  *     broadcast), Cast < 6 names its target type by string, Concat < 4 defaults axis to 1.
  * Other reduce ops keep axes as attributes before opset 18: their kernels accept both. */
@@ -353,6 +355,13 @@ stax_status_t stax_onnx_legacy_convert(stax_onnx_node_t* node, bool* out_done) {
     return STAX_OK;
   }
   if (stax_onnx_is(node, "PRelu") && opset < 7) return stax_onnx_legacy_prelu(node);
+  if (stax_onnx_is(node, "RoiAlign") && opset < 16 &&
+      !stax_onnx_attrs_find(&node->attrs, "coordinate_transformation_mode")) {
+    /* RoiAlign-10 had no half-pixel shift: opset 16 calls that output_half_pixel. */
+    return stax_onnx_attrs_set(node->scope->importer, &node->attrs,
+                               stax_attr_string("coordinate_transformation_mode",
+                                                "output_half_pixel"));
+  }
   if (opset < 7 && stax_onnx_is_legacy_broadcast_op(node)) {
     return stax_onnx_legacy_broadcast(node);
   }

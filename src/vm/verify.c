@@ -427,7 +427,8 @@ static stax_vm_dtype_rule_t stax_vm_dtype_rule(stax_op_t op) {
       {"cast_like", STAX_VM_DTYPE_INPUT1}, {"compare", STAX_VM_DTYPE_BOOL},
       {"predicate", STAX_VM_DTYPE_BOOL}, {"shape_of", STAX_VM_DTYPE_INT64},
       {"size_of", STAX_VM_DTYPE_INT64},  {"nonzero", STAX_VM_DTYPE_INT64},
-      {"arg_reduce", STAX_VM_DTYPE_INT64},
+      {"arg_reduce", STAX_VM_DTYPE_INT64}, {"nms", STAX_VM_DTYPE_INT64},
+      {"roi_align", STAX_VM_DTYPE_INPUT0},
   };
   if (op < 0 || op >= STAX_OP_COUNT) return STAX_VM_DTYPE_ANY;
   for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)

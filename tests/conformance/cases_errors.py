@@ -1,7 +1,8 @@
 """Invalid inputs: each case must make building, compiling or running the op return an error
 (never crash, never leak; the sanitizer build checks the error paths). Indices out of range,
 shapes that cannot reshape/expand/split, zero steps and deltas, incompatible broadcasts,
-wrong channel counts, bad attributes."""
+wrong channel counts, bad attributes, detection inputs of the wrong shape and batch indices out
+of range."""
 
 import numpy as np
 
@@ -84,6 +85,14 @@ def errors_for(op):
         "Einsum": lambda g: err(g, [x(g, (2, 3, 4)), x(g, (4, 5))],
                                 attrs=[A.s("equation", "ij,jk->ik")]),
         "Pad": lambda g: err(g, [x(g, (3, 4)), feed(g, [0, 0, 0]), NONE]),
+        "NonMaxSuppression": lambda g: (
+            err(g, [x(g, (1, 5, 5)), x(g, (1, 1, 5)), feed(g, [3])]),
+            err(g, [x(g, (2, 5, 4)), x(g, (3, 1, 5)), feed(g, [3])]),
+            err(g, [x(g, (1, 3, 4)), x(g, (1, 1, 3)), feed(g, [3]),
+                    g.param([1.5], "float32", kind="feed")])),
+        "RoiAlign": lambda g: (err(g, [x(g, (2, 1, 4, 4)), x(g, (2, 4)), indices(g, [0, 2])]),
+                               err(g, [x(g, (1, 1, 4, 4)), x(g, (2, 3)), indices(g, [0, 0])]),
+                               err(g, [x(g, (1, 1, 4, 4)), x(g, (3, 4)), indices(g, [0, 0])])),
         "LRN": lambda g: (err(g, [x(g, (2, 3, 4))]),
                           err(g, [x(g, (2, 3, 4))], attrs=[A.i("size", 0)]),
                           err(g, [x(g, (2, 3))], attrs=[A.i("size", 3)])),

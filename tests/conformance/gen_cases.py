@@ -510,11 +510,12 @@ def main():
     import cases_movement
     import cases_indexing
     import cases_quant
+    import cases_detection
     import cases_errors
 
     generators = {}
     for module in (cases_elementwise, cases_reduce, cases_linalg, cases_movement,
-                   cases_indexing, cases_quant):
+                   cases_indexing, cases_quant, cases_detection):
         generators.update(module.GENERATORS)
 
     ops = [op for op in all_ops() if op not in SKIPPED]
