@@ -369,37 +369,37 @@ static const axis_t* find_axis(const conv_t* c, axis_kind_t kind, int32_t dim) {
   return NULL;
 }
 
-/* One tile at the axes' current forms: `rows` output channels x `lanes` positions. */
-static void emit_tile(conv_t* c, stax_kir_block_t* block) {
-  lower_t* L = c->L;
-  stax_kir_kernel_t* k = c->k;
-  const stax_jit_value_t* w = lower_value(L, c->g.w);
-  const axis_t* batch = find_axis(c, AXIS_BATCH, 0);
-  const axis_t* group = find_axis(c, AXIS_GROUP, 0);
-  const axis_t* channels = find_axis(c, AXIS_CHANNELS, 0);
-  const axis_t* positions = find_axis(c, AXIS_POSITIONS, 0);
-  int32_t rows = channels->size, lanes = positions->size, last = c->g.spatial - 1;
-  int32_t tile = c->tiles++;
+/* One register tile (see lower_internal.h), for both lowerings: `rows` output channels x
+ * `lanes` positions from the tile's forms. */
+void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* t) {
+  stax_kir_kernel_t* k = L->kernel;
+  const lower_conv_geometry_t* g = t->g;
+  const stax_window_t* win = &g->window;
+  const stax_jit_value_t* w = lower_value(L, g->w);
+  int32_t rows = t->rows, lanes = t->lanes, last = g->spatial - 1;
   char name[32];
-  stax_kir_loop_t* columns = add_loop(c, block, "j", lanes);
+  stax_kir_loop_t* columns = lower_sym_loop(k, block, "j", lower_sym_const(lanes));
   if (!columns) return;
   columns->vector_width = lanes;
   int32_t j = stax_kir_loop_id(k, columns);
-  int32_t accumulators[32];
-  lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
+  int32_t accumulators[64];
+  lower_declare_accumulators(k, &columns->body, t->tile, rows, accumulators);
   /* The first output channel of the tile: g * (M/G) + tile base. */
-  stax_kir_index_t channel = channels->form;
-  stax_kir_index_add_scaled(k, &channel, &group->form, c->g.mg);
+  stax_kir_index_t channel = t->channels;
+  stax_kir_index_add_scaled(k, &channel, &t->group, g->mg);
   /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
   stax_kir_index_t x_index = stax_kir_index_constant(0);
-  stax_kir_index_add_scaled(k, &x_index, &batch->form, c->source_strides[0]);
-  stax_kir_index_add_scaled(k, &x_index, &group->form, c->g.cg * c->source_strides[1]);
+  lower_sym_index_add_scaled(k, &x_index, &t->batch, t->src_strides[0]);
+  lower_sym_index_add_scaled(k, &x_index, &t->group,
+                             lower_sym_mul(k, lower_sym_const(g->cg), t->src_strides[1]));
   for (int32_t i = 0; i < last; i++)
-    stax_kir_index_add_scaled(k, &x_index, &find_axis(c, AXIS_OUTER, i)->form,
-                              c->g.window.strides[i] * c->source_strides[2 + i]);
-  /* Next output position: S input positions on, or the next slot of a phase-split row. */
-  int64_t lane_step = c->source_strides[2 + last] * (c->phases > 1 ? 1 : c->g.window.strides[last]);
-  stax_kir_index_add_scaled(k, &x_index, &positions->form, lane_step);
+    lower_sym_index_add_scaled(
+        k, &x_index, &t->outer[i],
+        lower_sym_mul(k, lower_sym_const(win->strides[i]), t->src_strides[2 + i]));
+  /* Next output position: S input positions on, or the next slot of a phase-split row (the
+   * innermost stride of what the compute reads is constant). */
+  int64_t lane_step = t->src_strides[2 + last].c * (t->phases > 1 ? 1 : win->strides[last]);
+  stax_kir_index_add_scaled(k, &x_index, &t->positions, lane_step);
   stax_kir_index_add_term(k, &x_index, j, lane_step);
   stax_kir_index_t w_index = stax_kir_index_constant(0);
   stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
@@ -407,18 +407,19 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
    * when long (a 1x1 conv's channel loop), short kernel loops LLVM unrolls by itself. */
   stax_kir_block_t* body = &columns->body;
   stax_kir_loop_t* innermost = NULL;
-  int32_t loop_dims = c->phases > 1 ? last : c->g.spatial;
+  int32_t loop_dims = t->phases > 1 ? last : g->spatial;
   for (int32_t d = -1; d < loop_dims; d++) {
-    int64_t extent = d < 0 ? c->g.cg : c->g.window.kernel[d];
+    int64_t extent = d < 0 ? g->cg : win->kernel[d];
     if (extent == 1) continue;
-    stax_kir_loop_t* loop = add_loop(c, body, d < 0 ? "ci" : "kk", extent);
+    stax_kir_loop_t* loop = lower_sym_loop(k, body, d < 0 ? "ci" : "kk", lower_sym_const(extent));
     if (!loop) return;
     int32_t id = stax_kir_loop_id(k, loop);
     if (d < 0) {
-      stax_kir_index_add_term(k, &x_index, id, c->source_strides[1]);
+      lower_sym_index_term(k, &x_index, id, t->src_strides[1]);
       stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
     } else {
-      stax_kir_index_add_term(k, &x_index, id, c->g.window.dilations[d] * c->source_strides[2 + d]);
+      lower_sym_index_term(
+          k, &x_index, id, lower_sym_mul(k, lower_sym_const(win->dilations[d]), t->src_strides[2 + d]));
       stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
     }
     body = &loop->body;
@@ -427,35 +428,36 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
   if (innermost && innermost->extent >= 8) innermost->unroll = 4;
   /* A phase-split row's taps sit at constant offsets (tap * dilation in phase and slot): one
    * statement group per tap instead of a loop. */
-  int64_t taps = c->phases > 1 ? c->g.window.kernel[last] : 1;
+  int64_t taps = t->phases > 1 ? win->kernel[last] : 1;
   for (int64_t tap = 0; tap < taps; tap++) {
     stax_kir_index_t x_tap = x_index, w_tap = w_index;
-    if (c->phases > 1) {
-      int64_t reach = tap * c->g.window.dilations[last];
-      x_tap.constant +=
-          ((reach % c->phases) * c->phase_length + reach / c->phases) * c->source_strides[2 + last];
+    if (t->phases > 1) {
+      int64_t reach = tap * win->dilations[last];
+      lower_sym_index_add(k, &x_tap,
+                          lower_sym_mul(k, lower_sym_const(reach % t->phases), t->phase_length));
+      x_tap.constant += reach / t->phases;
       w_tap.constant += tap * w->strides[2 + last];
     }
-    snprintf(name, sizeof(name), "x%d_%d", (int)tile, (int)tap);
+    snprintf(name, sizeof(name), "x%d_%d", (int)t->tile, (int)tap);
     int32_t x_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
-    stax_kir_add_declare(k, body, x_local, stax_kir_load(k, c->source, &x_tap));
+    stax_kir_add_declare(k, body, x_local, stax_kir_load(k, t->source, &x_tap));
     for (int32_t r = 0; r < rows; r++) {
       stax_kir_index_t weight = w_tap;
       weight.constant += r * w->strides[0];
       const stax_kir_expr_t* product =
-          stax_kir_fma(k, stax_kir_load(k, L->buffer[c->g.w], &weight), stax_kir_local(k, x_local),
+          stax_kir_fma(k, stax_kir_load(k, L->buffer[g->w], &weight), stax_kir_local(k, x_local),
                        stax_kir_local(k, accumulators[r]));
       stax_kir_add_assign(k, body, accumulators[r], product);
     }
   }
   /* The epilogue, channel by channel, at the tile's output points. */
-  const stax_jit_value_t* b = c->g.bias >= 0 ? lower_value(L, c->g.bias) : NULL;
+  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
   for (int32_t r = 0; r < rows; r++) {
-    L->forms[0] = batch->form;
+    L->forms[0] = t->batch;
     L->forms[1] = channel;
     L->forms[1].constant += r;
-    for (int32_t i = 0; i < last; i++) L->forms[2 + i] = find_axis(c, AXIS_OUTER, i)->form;
-    L->forms[2 + last] = positions->form;
+    for (int32_t i = 0; i < last; i++) L->forms[2 + i] = t->outer[i];
+    L->forms[2 + last] = t->positions;
     stax_kir_index_add_term(k, &L->forms[2 + last], j, 1);
     lower_new_point(L);
     const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
@@ -463,13 +465,31 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
       stax_kir_index_t bias_index = stax_kir_index_constant(0);
       stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
       value = stax_kir_binary(k, STAX_KIR_ADD, value,
-                              stax_kir_load(k, L->buffer[c->g.bias], &bias_index));
+                              stax_kir_load(k, L->buffer[g->bias], &bias_index));
     }
-    L->fixed[c->g.out] = value;
+    L->fixed[g->out] = value;
     for (int32_t i = 0; i < L->group->output_count; i++)
       lower_store_value(L, &columns->body, L->group->outputs[i], LOWER_FULL, L->rank);
-    L->fixed[c->g.out] = NULL;
+    L->fixed[g->out] = NULL;
   }
+}
+
+/* One tile at the axes' current forms. */
+static void emit_tile(conv_t* c, stax_kir_block_t* block) {
+  lower_conv_tile_t t = {.g = &c->g,
+                         .source = c->source,
+                         .phases = c->phases,
+                         .phase_length = lower_sym_const(c->phase_length),
+                         .batch = find_axis(c, AXIS_BATCH, 0)->form,
+                         .group = find_axis(c, AXIS_GROUP, 0)->form,
+                         .channels = find_axis(c, AXIS_CHANNELS, 0)->form,
+                         .positions = find_axis(c, AXIS_POSITIONS, 0)->form,
+                         .rows = find_axis(c, AXIS_CHANNELS, 0)->size,
+                         .lanes = find_axis(c, AXIS_POSITIONS, 0)->size,
+                         .tile = c->tiles++};
+  for (int32_t d = 0; d < 2 + c->g.spatial; d++) t.src_strides[d] = lower_sym_const(c->source_strides[d]);
+  for (int32_t i = 0; i + 1 < c->g.spatial; i++) t.outer[i] = find_axis(c, AXIS_OUTER, i)->form;
+  lower_conv_emit_tile(c->L, block, &t);
 }
 
 /* ---- the loop nest ----------------------------------------------------------------------- */

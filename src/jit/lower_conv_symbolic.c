@@ -279,107 +279,22 @@ static const saxis_t* find_axis(const sconv_t* c, saxis_kind_t kind, int32_t dim
   return NULL;
 }
 
-/* One tile at the axes' current forms: `rows` output channels x `lanes` positions. */
+/* One tile at the axes' current forms. */
 static void emit_tile(sconv_t* c, stax_kir_block_t* block) {
-  lower_t* L = c->L;
-  stax_kir_kernel_t* k = c->k;
-  const lower_conv_geometry_t* g = c->g;
-  const stax_window_t* win = &g->window;
-  const stax_jit_value_t* w = lower_value(L, g->w);
-  const saxis_t* batch = find_axis(c, SAXIS_BATCH, 0);
-  const saxis_t* group = find_axis(c, SAXIS_GROUP, 0);
-  const saxis_t* channels = find_axis(c, SAXIS_CHANNELS, 0);
-  const saxis_t* positions = find_axis(c, SAXIS_POSITIONS, 0);
-  int32_t rows = channels->size, lanes = positions->size, last = c->last;
-  int32_t tile = c->tiles++;
-  char name[32];
-  stax_kir_loop_t* columns = lower_sym_loop(k, block, "j", lower_sym_const(lanes));
-  if (!columns) return;
-  columns->vector_width = lanes;
-  int32_t j = stax_kir_loop_id(k, columns);
-  int32_t accumulators[64];
-  lower_declare_accumulators(k, &columns->body, tile, rows, accumulators);
-  stax_kir_index_t channel = channels->form;
-  stax_kir_index_add_scaled(k, &channel, &group->form, g->mg);
-  /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
-  stax_kir_index_t x_index = stax_kir_index_constant(0);
-  lower_sym_index_add_scaled(k, &x_index, &batch->form, c->src_strides[0]);
-  lower_sym_index_add_scaled(k, &x_index, &group->form,
-                             lower_sym_mul(k, lower_sym_const(g->cg), c->src_strides[1]));
-  for (int32_t i = 0; i < last; i++)
-    lower_sym_index_add_scaled(
-        k, &x_index, &find_axis(c, SAXIS_OUTER, i)->form,
-        lower_sym_mul(k, lower_sym_const(win->strides[i]), c->src_strides[2 + i]));
-  /* Next output position: S input positions on, or the next slot of a phase-split row (the
-   * source's innermost stride is 1: the scratch's, or X's when read in place). */
-  int64_t lane_step = c->phases > 1 ? 1 : win->strides[last];
-  stax_kir_index_add_scaled(k, &x_index, &positions->form, lane_step);
-  stax_kir_index_add_term(k, &x_index, j, lane_step);
-  stax_kir_index_t w_index = stax_kir_index_constant(0);
-  stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
-  stax_kir_block_t* body = &columns->body;
-  stax_kir_loop_t* innermost = NULL;
-  int32_t loop_dims = c->phases > 1 ? last : c->spatial;
-  for (int32_t d = -1; d < loop_dims; d++) {
-    int64_t extent = d < 0 ? g->cg : win->kernel[d];
-    if (extent == 1) continue;
-    stax_kir_loop_t* loop = lower_sym_loop(k, body, d < 0 ? "ci" : "kk", lower_sym_const(extent));
-    if (!loop) return;
-    int32_t id = stax_kir_loop_id(k, loop);
-    if (d < 0) {
-      lower_sym_index_term(k, &x_index, id, c->src_strides[1]);
-      stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
-    } else {
-      lower_sym_index_term(k, &x_index, id,
-                           lower_sym_mul(k, lower_sym_const(win->dilations[d]), c->src_strides[2 + d]));
-      stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
-    }
-    body = &loop->body;
-    innermost = loop;
-  }
-  if (innermost && innermost->extent >= 8) innermost->unroll = 4;
-  int64_t taps = c->phases > 1 ? win->kernel[last] : 1;
-  for (int64_t tap = 0; tap < taps; tap++) {
-    stax_kir_index_t x_tap = x_index, w_tap = w_index;
-    if (c->phases > 1) {
-      int64_t reach = tap * win->dilations[last];
-      lower_sym_index_add(k, &x_tap,
-                          lower_sym_mul(k, lower_sym_const(reach % c->phases), c->phase_length));
-      x_tap.constant += reach / c->phases;
-      w_tap.constant += tap * w->strides[2 + last];
-    }
-    snprintf(name, sizeof(name), "x%d_%d", (int)tile, (int)tap);
-    int32_t x_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
-    stax_kir_add_declare(k, body, x_local, stax_kir_load(k, c->source, &x_tap));
-    for (int32_t r = 0; r < rows; r++) {
-      stax_kir_index_t weight = w_tap;
-      weight.constant += r * w->strides[0];
-      const stax_kir_expr_t* product =
-          stax_kir_fma(k, stax_kir_load(k, L->buffer[g->w], &weight), stax_kir_local(k, x_local),
-                       stax_kir_local(k, accumulators[r]));
-      stax_kir_add_assign(k, body, accumulators[r], product);
-    }
-  }
-  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
-  for (int32_t r = 0; r < rows; r++) {
-    L->forms[0] = batch->form;
-    L->forms[1] = channel;
-    L->forms[1].constant += r;
-    for (int32_t i = 0; i < last; i++) L->forms[2 + i] = find_axis(c, SAXIS_OUTER, i)->form;
-    L->forms[2 + last] = positions->form;
-    stax_kir_index_add_term(k, &L->forms[2 + last], j, 1);
-    lower_new_point(L);
-    const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
-    if (b) {
-      stax_kir_index_t bias_index = stax_kir_index_constant(0);
-      stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
-      value = stax_kir_binary(k, STAX_KIR_ADD, value, stax_kir_load(k, L->buffer[g->bias], &bias_index));
-    }
-    L->fixed[g->out] = value;
-    for (int32_t i = 0; i < L->group->output_count; i++)
-      lower_store_value(L, &columns->body, L->group->outputs[i], LOWER_FULL, L->rank);
-    L->fixed[g->out] = NULL;
-  }
+  lower_conv_tile_t t = {.g = c->g,
+                         .source = c->source,
+                         .phases = c->phases,
+                         .phase_length = c->phase_length,
+                         .batch = find_axis(c, SAXIS_BATCH, 0)->form,
+                         .group = find_axis(c, SAXIS_GROUP, 0)->form,
+                         .channels = find_axis(c, SAXIS_CHANNELS, 0)->form,
+                         .positions = find_axis(c, SAXIS_POSITIONS, 0)->form,
+                         .rows = find_axis(c, SAXIS_CHANNELS, 0)->size,
+                         .lanes = find_axis(c, SAXIS_POSITIONS, 0)->size,
+                         .tile = c->tiles++};
+  for (int32_t d = 0; d < 2 + c->spatial; d++) t.src_strides[d] = c->src_strides[d];
+  for (int32_t i = 0; i < c->last; i++) t.outer[i] = find_axis(c, SAXIS_OUTER, i)->form;
+  lower_conv_emit_tile(c->L, block, &t);
 }
 
 /* ---- the loop nest ----------------------------------------------------------------------- */

@@ -92,26 +92,6 @@ bool lower_dim_open(const lower_t* L, int32_t value, int32_t d);
  * operands) are neither read nor tied. */
 STAX_MUST_USE stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank,
                                                  const int32_t* skip, int32_t skip_count);
-/* ---- Conv (lower_conv.c, lower_conv_symbolic.c) -------------------------------------------- */
-
-/* A Conv node's operands and window, checked: X [N, C, D..], W [M, C/G, K..], optional B [M],
- * Y [N, M, O..], G groups; the window's sizes and pads are the example's (the generic
- * kernel's rules, so both tiers agree). Also sets the iteration space to Y's and checks that
- * the group's other values fit it. */
-typedef struct lower_conv_geometry_t {
-  int32_t node;
-  const char* name; /* the node's name, for messages */
-  int32_t x, w, bias, out;
-  int32_t spatial;
-  int64_t batch, channels, out_channels, group, cg, mg;
-  stax_window_t window;
-} lower_conv_geometry_t;
-
-STAX_MUST_USE stax_status_t lower_conv_geometry(lower_t* L, int32_t node,
-                                                lower_conv_geometry_t* out);
-/* Symbolic groups whose Conv has open spatial dims (lower_conv_symbolic.c). */
-STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);
-
 /* ---- symbolic extents (lower_sym.c) -------------------------------------------------------- */
 
 /* c * parameter p, or the constant c when p < 0. */
@@ -148,6 +128,46 @@ bool lower_sym_possible(lower_sym_t s, int64_t lo, int64_t hi);
 /* Restricts the stage added last to lo <= s <= hi (nothing for a fixed s: callers add only
  * stages that are possible). */
 void lower_sym_stage_when(stax_kir_kernel_t* k, lower_sym_t s, int64_t lo, int64_t hi);
+
+/* ---- Conv (lower_conv.c, lower_conv_symbolic.c) -------------------------------------------- */
+
+/* A Conv node's operands and window, checked: X [N, C, D..], W [M, C/G, K..], optional B [M],
+ * Y [N, M, O..], G groups; the window's sizes and pads are the example's (the generic
+ * kernel's rules, so both tiers agree). Also sets the iteration space to Y's and checks that
+ * the group's other values fit it. */
+typedef struct lower_conv_geometry_t {
+  int32_t node;
+  const char* name; /* the node's name, for messages */
+  int32_t x, w, bias, out;
+  int32_t spatial;
+  int64_t batch, channels, out_channels, group, cg, mg;
+  stax_window_t window;
+} lower_conv_geometry_t;
+
+STAX_MUST_USE stax_status_t lower_conv_geometry(lower_t* L, int32_t node,
+                                                lower_conv_geometry_t* out);
+/* A Conv register tile: `rows` output channels x `lanes` positions of the innermost output
+ * dim (one vector loop holding `rows` accumulators), its reduction loops over (input channel,
+ * kernel taps) reading `source` (X, or its padded copy) with strides `src_strides` over
+ * [N, C, D..] (the innermost a constant), the phase split's taps when `phases` > 1, and the
+ * epilogue (+ B, the group's elementwise ops) stored at the tile's output points. The forms
+ * give the tile's batch, group, first channel within the group, outer output coordinates
+ * and first position. */
+typedef struct lower_conv_tile_t {
+  const lower_conv_geometry_t* g;
+  int32_t source;
+  lower_sym_t src_strides[STAX_MAX_RANK];
+  int64_t phases;
+  lower_sym_t phase_length;
+  stax_kir_index_t batch, group, channels, positions;
+  stax_kir_index_t outer[STAX_MAX_RANK];
+  int32_t rows, lanes;
+  int32_t tile; /* numbers the tile's locals */
+} lower_conv_tile_t;
+
+void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* tile);
+/* Symbolic groups whose Conv has open spatial dims (lower_conv_symbolic.c). */
+STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);
 
 /* A register tile's float32 sums: locals acc<tile>_<r>, r < rows, declared 0 in `block`. */
 void lower_declare_accumulators(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int32_t tile,

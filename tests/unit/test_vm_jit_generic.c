@@ -271,24 +271,21 @@ static void test_mixed_generic_exact(void) {
   stax_program_release(program);
 }
 
-/* Convs whose only open dim is the batch get one shape-generic kernel each: 300 random batch
- * sizes (1, primes, the range's end) run fully compiled from the first call (sync mode) with
- * one compile and no exact version, equal to the interpreter. */
-static void test_stream_conv_batch(void) {
-  if (!have_backend()) return;
-  stax_program_t* program = build_batch_convs();
+/* 300 calls of a Conv program at the shapes `shape` picks, each against the interpreter:
+ * one shape-generic compile serves them all, every call fully compiled from the first (sync
+ * mode), no exact version. */
+static void conv_stream(stax_program_t* program, int32_t outputs,
+                        void (*shape)(vm_rng_t* rng, int round, int64_t* dims)) {
   stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
   stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
   vm_rng_t rng = {0xc0de};
-  static const int64_t edges[] = {1, 64, 2, 3, 13, 1, 31, 64};
   int mismatches = 0;
   const int calls = 300;
   for (int round = 0; round < calls; round++) {
-    int64_t n = round < 8 ? edges[round] : round % 7 == 0 ? vm_rng_range(&rng, 32, 64)
-                                                          : vm_rng_range(&rng, 1, 8);
-    int64_t dims[4] = {n, 3, 9, 11};
+    int64_t dims[4] = {0};
+    shape(&rng, round, dims);
     stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, dims)};
-    if (!run_both(jit, interp, 1, in, 4)) mismatches++;
+    if (!run_both(jit, interp, 1, in, outputs)) mismatches++;
     stax_tensor_release(in[0]);
   }
   CHECK_EQ_INT(mismatches, 0);
@@ -301,45 +298,43 @@ static void test_stream_conv_batch(void) {
   CHECK_EQ_INT((int)total.full_hits, calls);
   stax_context_destroy(jit);
   stax_context_destroy(interp);
+}
+
+/* Batch sizes 1 to 64: 1, primes, the range's end, mostly small. */
+static void batch_shape(vm_rng_t* rng, int round, int64_t* dims) {
+  static const int64_t edges[] = {1, 64, 2, 3, 13, 1, 31, 64};
+  dims[0] = round < 8 ? edges[round] : round % 7 == 0 ? vm_rng_range(rng, 32, 64)
+                                                      : vm_rng_range(rng, 1, 8);
+  dims[1] = 3, dims[2] = 9, dims[3] = 11;
+}
+
+/* (N, 4, H, W): the range's ends, primes, sizes around every position tile width. */
+static void image_shape(vm_rng_t* rng, int round, int64_t* dims) {
+  static const int64_t edges[][3] = {{1, 7, 7}, {4, 80, 80}, {1, 7, 80}, {2, 80, 7}, {1, 8, 9},
+                                     {1, 16, 17}, {3, 31, 33}, {1, 64, 65}, {2, 13, 15}};
+  dims[1] = 4;
+  if (round < 9) {
+    dims[0] = edges[round][0], dims[2] = edges[round][1], dims[3] = edges[round][2];
+    return;
+  }
+  dims[0] = vm_rng_range(rng, 1, 4);
+  dims[2] = vm_rng_range(rng, 7, round % 10 == 0 ? 80 : 24);
+  dims[3] = vm_rng_range(rng, 7, round % 10 == 0 ? 80 : 40);
+}
+
+/* Convs whose only open dim is the batch get one shape-generic kernel each. */
+static void test_stream_conv_batch(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_batch_convs();
+  conv_stream(program, 4, batch_shape);
   stax_program_release(program);
 }
 
-/* Convs over open image sizes get one shape-generic kernel each: 300 random (N, H, W) (the
- * range's ends, primes, sizes around every position tile width) run fully compiled from the
- * first call (sync mode) with one compile and no exact version, equal to the interpreter. */
+/* Convs over open image sizes get one shape-generic kernel each. */
 static void test_stream_conv_image(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_image_convs();
-  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
-  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
-  vm_rng_t rng = {0x1a9e};
-  static const int64_t edges[][3] = {{1, 7, 7}, {4, 80, 80}, {1, 7, 80}, {2, 80, 7}, {1, 8, 9},
-                                     {1, 16, 17}, {3, 31, 33}, {1, 64, 65}, {2, 13, 15}};
-  int mismatches = 0;
-  const int calls = 300;
-  for (int round = 0; round < calls; round++) {
-    int64_t dims[4] = {1, 4, 7, 7};
-    if (round < 9) {
-      dims[0] = edges[round][0], dims[2] = edges[round][1], dims[3] = edges[round][2];
-    } else {
-      dims[0] = vm_rng_range(&rng, 1, 4);
-      dims[2] = vm_rng_range(&rng, 7, round % 10 == 0 ? 80 : 24);
-      dims[3] = vm_rng_range(&rng, 7, round % 10 == 0 ? 80 : 40);
-    }
-    stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, dims)};
-    if (!run_both(jit, interp, 1, in, 4)) mismatches++;
-    stax_tensor_release(in[0]);
-  }
-  CHECK_EQ_INT(mismatches, 0);
-  stax_jit_segment_stats_t total;
-  total_stats(program, &total);
-  CHECK_EQ_INT(total.compiles, 1);
-  CHECK_EQ_INT(total.generic_versions, 1);
-  CHECK_EQ_INT(total.exact_versions, 0);
-  CHECK_EQ_INT(total.failures, 0);
-  CHECK_EQ_INT((int)total.full_hits, calls);
-  stax_context_destroy(jit);
-  stax_context_destroy(interp);
+  conv_stream(program, 4, image_shape);
   stax_program_release(program);
 }
 
