@@ -379,6 +379,15 @@ stax_status_t stax_node_attr_int(const stax_node_t* node, const char* name,
   return STAX_OK;
 }
 
+stax_status_t stax_node_attr_onnx_dtype(const stax_node_t* node, const char* name,
+                                        int64_t* out_code, stax_dtype_t* out_dtype) {
+  *out_dtype = STAX_DTYPE_INVALID;
+  STAX_RETURN_IF_ERROR(stax_node_attr_int(node, name, 0, out_code));
+  if (*out_code > 0 && *out_code <= INT32_MAX)
+    *out_dtype = stax_dtype_from_onnx((int32_t)*out_code);
+  return STAX_OK;
+}
+
 stax_status_t stax_node_attr_float(const stax_node_t* node, const char* name,
                                    float default_value, float* out_value) {
   *out_value = default_value;

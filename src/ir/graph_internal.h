@@ -133,6 +133,11 @@ STAX_MUST_USE stax_status_t stax_node_attr_int(const stax_node_t* node, const ch
                                                int64_t default_value, int64_t* out_value);
 STAX_MUST_USE stax_status_t stax_node_attr_float(const stax_node_t* node, const char* name,
                                                  float default_value, float* out_value);
+/* An INT attribute holding an ONNX type code (output_dtype, to, ...): *out_code its value (0
+ * when missing), *out_dtype the stax dtype for it (INVALID when missing, 0, or a type stax has
+ * no dtype for: the caller says which it needs). */
+STAX_MUST_USE stax_status_t stax_node_attr_onnx_dtype(const stax_node_t* node, const char* name,
+                                                      int64_t* out_code, stax_dtype_t* out_dtype);
 /* *out_value borrows the node's string, or default_value. */
 STAX_MUST_USE stax_status_t stax_node_attr_string(const stax_node_t* node, const char* name,
                                                   const char* default_value,

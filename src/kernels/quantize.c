@@ -353,20 +353,15 @@ static void params_release(quant_params_t* params) {
 /* An ONNX type code attribute as a stax dtype; *out stays INVALID when absent or 0. */
 static stax_status_t read_dtype_attr(const stax_kernel_call_t* call, const char* name,
                                      stax_dtype_t* out) {
-  *out = STAX_DTYPE_INVALID;
   int64_t code = 0;
-  STAX_RETURN_IF_ERROR(stax_node_attr_int(call->node, name, 0, &code));
-  if (code == 0) return STAX_OK;
-  stax_dtype_t dtype = code > 0 && code <= INT32_MAX ? stax_dtype_from_onnx((int32_t)code)
-                                                     : STAX_DTYPE_INVALID;
-  if (dtype == STAX_DTYPE_INVALID) {
+  STAX_RETURN_IF_ERROR(stax_node_attr_onnx_dtype(call->node, name, &code, out));
+  if (code != 0 && *out == STAX_DTYPE_INVALID) {
     return stax_kernel_error(call, STAX_UNIMPLEMENTED,
                              "attribute '%s' = %lld (ONNX type code) is not supported: stax has "
                              "no such dtype (float8, int4 and other narrow types are not "
                              "supported)",
                              name, (long long)code);
   }
-  *out = dtype;
   return STAX_OK;
 }
 

@@ -20,20 +20,15 @@
  * for (float8, int4, ...) are UNIMPLEMENTED. */
 static stax_status_t dtype_attr(const stax_shape_infer_t* ic, const char* name,
                                 stax_dtype_t* out) {
-  *out = STAX_DTYPE_INVALID;
   int64_t code = 0;
-  STAX_RETURN_IF_ERROR(stax_node_attr_int(ic->node, name, 0, &code));
-  if (code == 0) return STAX_OK;
-  stax_dtype_t dtype = code > 0 && code <= INT32_MAX ? stax_dtype_from_onnx((int32_t)code)
-                                                     : STAX_DTYPE_INVALID;
-  if (dtype == STAX_DTYPE_INVALID) {
+  STAX_RETURN_IF_ERROR(stax_node_attr_onnx_dtype(ic->node, name, &code, out));
+  if (code != 0 && *out == STAX_DTYPE_INVALID) {
     return stax_infer_error(ic, STAX_UNIMPLEMENTED,
                             "attribute '%s' = %lld (ONNX type code) is not supported: stax has "
                             "no such dtype (float8, int4 and other narrow types are not "
                             "supported)",
                             name, (long long)code);
   }
-  *out = dtype;
   return STAX_OK;
 }
 
