@@ -48,8 +48,10 @@ typedef struct kernel_stage_t {
   int64_t when_min[2], when_max[2];
 } kernel_stage_t;
 
-/* Symbolic kernels: parameter tuples already verified (or refused), a small ring. */
-#define VERIFIED_SLOTS 32
+/* Symbolic kernels: parameter tuples already verified (or refused), direct-mapped by the
+ * tuple's hash. A stream of shapes cycles through more tuples than a small ring holds (58
+ * small BERT shapes walked the IR again on every call, about 40 us of a 1-4 ms call). */
+#define VERIFIED_SLOTS 256
 
 struct stax_jit_kernel_s {
   atomic_int refcount;
@@ -71,13 +73,14 @@ struct stax_jit_kernel_s {
   stax_kir_param_t params[STAX_KIR_MAX_PARAMS];
   /* Symbolic kernels: the kernel IR is kept, to evaluate parameters and verify each new
    * tuple of them before running it (kernel_ir.h); `verified` holds VERIFIED_SLOTS tuples of
-   * param_count values, `verdict` whether each passed. */
+   * param_count values (slot = hash of the tuple), `verdict` whether each passed, `filled`
+   * whether the slot holds one. */
   bool symbolic;
   stax_kir_kernel_t* kir;
   pthread_mutex_t verified_lock;
   int64_t* verified;
   bool verdict[VERIFIED_SLOTS];
-  int32_t verified_count, verified_next;
+  bool filled[VERIFIED_SLOTS];
   char* kernel_ir_text;
   double lower_ms, compile_ms;
 };
@@ -576,11 +579,12 @@ static void byte_range(const kernel_buffer_t* info, const void* data, int64_t ro
 static stax_status_t symbolic_verified(stax_jit_kernel_t* kernel, const int64_t* values) {
   int32_t n = kernel->param_count;
   size_t row = (size_t)n + 1;
+  size_t slot =
+      (size_t)(stax_hash_bytes(values, sizeof(int64_t) * (size_t)n, 0x5eedull) % VERIFIED_SLOTS);
+  int64_t* held = &kernel->verified[slot * row];
   pthread_mutex_lock(&kernel->verified_lock);
-  for (int32_t i = 0; i < kernel->verified_count; i++) {
-    if (memcmp(&kernel->verified[(size_t)i * row], values, sizeof(int64_t) * (size_t)n) != 0)
-      continue;
-    bool ok = kernel->verdict[i];
+  if (kernel->filled[slot] && memcmp(held, values, sizeof(int64_t) * (size_t)n) == 0) {
+    bool ok = kernel->verdict[slot];
     pthread_mutex_unlock(&kernel->verified_lock);
     return ok ? STAX_OK
               : stax_status_make(STAX_FAILED_PRECONDITION,
@@ -591,11 +595,9 @@ static stax_status_t symbolic_verified(stax_jit_kernel_t* kernel, const int64_t*
   pthread_mutex_unlock(&kernel->verified_lock);
   stax_status_t status = stax_kir_verify_params(kernel->kir, values);
   pthread_mutex_lock(&kernel->verified_lock);
-  int32_t slot = kernel->verified_next;
-  kernel->verified_next = (slot + 1) % VERIFIED_SLOTS;
-  if (kernel->verified_count < VERIFIED_SLOTS) kernel->verified_count++;
-  memcpy(&kernel->verified[(size_t)slot * row], values, sizeof(int64_t) * (size_t)n);
+  memcpy(held, values, sizeof(int64_t) * (size_t)n);
   kernel->verdict[slot] = status == STAX_OK;
+  kernel->filled[slot] = true;
   pthread_mutex_unlock(&kernel->verified_lock);
   if (status == STAX_OK) return STAX_OK;
   STAX_LOG(JIT, "symbolic kernel '%s' declines a shape: %s", kernel->name,
