@@ -4,6 +4,10 @@ fixed seeds. Every model has dynamic dims (dim_param), so one file serves every 
     transformer_layer(hidden, heads, ffn)  x[B, S, hidden] -> encoder layer (LayerNorm,
                                            attention with Shape/Reshape plumbing, GELU FFN)
     small_cnn()                            x[N, 3, H, W] -> Conv/Relu/MaxPool/Conv/GAP/Gemm
+    resnet18()                             x[N, 3, H, W] -> torchvision's ResNet-18 layout as
+                                           its exporter writes it (Conv -> BatchNormalization ->
+                                           Relu, residual Adds, MaxPool, GAP, Gemm), random
+                                           weights and batch statistics
     prune_mlp()                            x[N, D], scores[N] -> NonZero -> Gather -> MLP
     seed_mlp()                             the S1 program of BENCH.md: LayerNorm -> MLP with
                                            GELU -> residual -> where(mask, y, 0)
@@ -136,6 +140,64 @@ def small_cnn(seed=0):
         n, "small_cnn",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    return _model(graph)
+
+
+def resnet18(classes=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    inits, nodes = [], []
+    count = [0]
+
+    def conv_bn(x, cin, cout, k, stride, relu):
+        i = count[0]
+        count[0] += 1
+        p = "c%d_" % i
+        fan = cin * k * k
+        inits.extend([
+            _init(p + "w", (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / fan))
+                  .astype(np.float32)),
+            _init(p + "scale", (0.5 + 0.5 * rng.random(cout)).astype(np.float32)),
+            _init(p + "bias", (0.1 * rng.standard_normal(cout)).astype(np.float32)),
+            _init(p + "mean", (0.1 * rng.standard_normal(cout)).astype(np.float32)),
+            _init(p + "var", (0.5 + rng.random(cout)).astype(np.float32)),
+        ])
+        nodes.append(helper.make_node("Conv", [x, p + "w"], [p + "conv"], kernel_shape=[k, k],
+                                      strides=[stride, stride], pads=[k // 2] * 4))
+        nodes.append(helper.make_node("BatchNormalization",
+                                      [p + "conv", p + "scale", p + "bias", p + "mean",
+                                       p + "var"], [p + "bn"], epsilon=1e-5))
+        if not relu:
+            return p + "bn"
+        nodes.append(helper.make_node("Relu", [p + "bn"], [p + "relu"]))
+        return p + "relu"
+
+    y = conv_bn("x", 3, 64, 7, 2, True)
+    nodes.append(helper.make_node("MaxPool", [y], ["pool"], kernel_shape=[3, 3], strides=[2, 2],
+                                  pads=[1, 1, 1, 1]))
+    y, cin = "pool", 64
+    for stage, cout in enumerate((64, 128, 256, 512)):
+        for block in range(2):
+            stride = 2 if stage > 0 and block == 0 else 1
+            a = conv_bn(y, cin, cout, 3, stride, True)
+            b = conv_bn(a, cout, cout, 3, 1, False)
+            short = conv_bn(y, cin, cout, 1, stride, False) if stride != 1 or cin != cout else y
+            out = "s%d_b%d" % (stage, block)
+            nodes.append(helper.make_node("Add", [b, short], [out + "_sum"]))
+            nodes.append(helper.make_node("Relu", [out + "_sum"], [out]))
+            y, cin = out, cout
+    inits.extend([
+        _init("fc_w", (rng.standard_normal((classes, 512)) / np.sqrt(512)).astype(np.float32)),
+        _init("fc_b", (0.01 * rng.standard_normal(classes)).astype(np.float32)),
+    ])
+    nodes += [
+        helper.make_node("GlobalAveragePool", [y], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "resnet18",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])], inits)
     return _model(graph)
 
 

@@ -182,8 +182,8 @@ STAX_MUST_USE stax_status_t stax_jit_kernel_run_data(stax_jit_kernel_t* kernel, 
 
 /* How the lowering can use an op, for whoever forms fusion groups (the VM tier): an
  * ELEMENTWISE op joins any group, a ROW op (a reduction over the last axis, Softmax,
- * LayerNormalization) joins elementwise neighbours, a CONTRACTION (MatMul, Gemm, Conv) starts
- * a group that takes an elementwise epilogue; UNSUPPORTED ops have no lowering at all, so a
+ * LayerNormalization) joins elementwise neighbours, a CONTRACTION (MatMul, Gemm, Conv, the
+ * pools) starts a group that takes an elementwise epilogue; UNSUPPORTED ops have no lowering at all, so a
  * group holding one is refused whole (better: keep them alone). Dtypes and attributes may
  * still make a group refused. */
 typedef enum stax_jit_op_class_e {

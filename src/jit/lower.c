@@ -1,7 +1,7 @@
 /* Lowering's entry point and its value machinery: checks a group description, gives its
  * inputs and outputs kernel buffers, classifies the nodes (elementwise, row op, matmul, conv,
- * or not fusible) and hands the group to the family that lowers it; evaluates values as expressions
- * at the current point of the iteration space (see lower_internal.h). */
+ * pooling, or not fusible) and hands the group to the family that lowers it; evaluates values
+ * as expressions at the current point of the iteration space (see lower_internal.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -359,10 +359,11 @@ typedef enum lower_family_e {
   FAMILY_ROWS,
   FAMILY_MATMUL,
   FAMILY_CONV,
+  FAMILY_POOL,
 } lower_family_t;
 
 static stax_status_t classify(lower_t* L, lower_family_t* out_family, int32_t* out_node) {
-  int32_t matmul = -1, conv = -1, rows = 0;
+  int32_t matmul = -1, conv = -1, pool = -1, rows = 0;
   for (int32_t n = 0; n < L->group->node_count; n++) {
     const stax_jit_node_t* node = &L->group->nodes[n];
     stax_op_t op = node->node->op;
@@ -372,6 +373,9 @@ static stax_status_t classify(lower_t* L, lower_family_t* out_family, int32_t* o
     } else if (lower_is_conv_op(op)) {
       if (conv >= 0) return lower_refuse(L, "more than one Conv");
       conv = n;
+    } else if (lower_is_pool_op(op)) {
+      if (pool >= 0) return lower_refuse(L, "more than one pooling node");
+      pool = n;
     } else if (lower_is_row_op(op)) {
       rows++;
     } else if (lower_is_elementwise(op)) {
@@ -385,16 +389,21 @@ static stax_status_t classify(lower_t* L, lower_family_t* out_family, int32_t* o
   if (matmul >= 0 && conv >= 0) return lower_refuse(L, "a Conv and a MatMul/Gemm in one group");
   if (matmul >= 0 && rows > 0) return lower_refuse(L, "a MatMul and a reduction in one group");
   if (conv >= 0 && rows > 0) return lower_refuse(L, "a Conv and a reduction in one group");
-  *out_node = matmul >= 0 ? matmul : conv;
+  if (pool >= 0 && (matmul >= 0 || conv >= 0 || rows > 0))
+    return lower_refuse(L, "a pooling node with a contraction or a reduction in one group");
+  *out_node = matmul >= 0 ? matmul : conv >= 0 ? conv : pool;
   *out_family = matmul >= 0 ? FAMILY_MATMUL
                 : conv >= 0 ? FAMILY_CONV
+                : pool >= 0 ? FAMILY_POOL
                 : rows > 0  ? FAMILY_ROWS
                             : FAMILY_ELEMENTWISE;
   return STAX_OK;
 }
 
 stax_jit_op_class_t stax_jit_op_class(stax_op_t op) {
-  if (lower_is_matmul_op(op) || lower_is_conv_op(op)) return STAX_JIT_OP_CONTRACTION;
+  /* Pools head a group as a contraction does: an elementwise epilogue, no prologue. */
+  if (lower_is_matmul_op(op) || lower_is_conv_op(op) || lower_is_pool_op(op))
+    return STAX_JIT_OP_CONTRACTION;
   if (lower_is_row_op(op)) return STAX_JIT_OP_ROW;
   if (lower_is_elementwise(op)) return STAX_JIT_OP_ELEMENTWISE;
   return STAX_JIT_OP_UNSUPPORTED;
@@ -473,8 +482,9 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
   if (status == STAX_OK) status = classify(&L, &family, &contraction);
   if (status == STAX_OK) status = stax_kir_kernel_create(allocator, group_name(group), &L.kernel);
   if (status == STAX_OK && group->rows_generic) {
-    if (family == FAMILY_CONV)
-      status = lower_refuse(&L, "Conv has no rows-generic lowering");
+    if (family == FAMILY_CONV || family == FAMILY_POOL)
+      status = lower_refuse(&L, "%s has no rows-generic lowering",
+                            family == FAMILY_CONV ? "Conv" : "pooling");
     else
       stax_kir_set_rows_generic(L.kernel, ROWS_EXAMPLE, 0);
   }
@@ -497,6 +507,7 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
     switch (family) {
       case FAMILY_MATMUL: status = lower_matmul_group(&L, contraction); break;
       case FAMILY_CONV: status = lower_conv_group(&L, contraction); break;
+      case FAMILY_POOL: status = lower_pool_group(&L, contraction); break;
       case FAMILY_ROWS: status = lower_row_group(&L); break;
       case FAMILY_ELEMENTWISE: status = lower_elementwise_group(&L); break;
     }

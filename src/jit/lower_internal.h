@@ -10,6 +10,8 @@
  *   lower_conv.c        Conv (N-D, groups, pads, strides, dilations, bias) with an elementwise
  *                       epilogue
  *   lower_conv_symbolic.c  Conv over open image sizes (symbolic groups)
+ *   lower_pool.c        MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool with an
+ *                       elementwise epilogue
  *
  * Values are evaluated lazily, as expressions, at the current point of the iteration space:
  * `forms[e]` is the affine index (over the kernel's loops) of iteration dim e. An external
@@ -205,5 +207,8 @@ STAX_MUST_USE stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node);
 bool lower_is_conv_op(stax_op_t op);
 /* A group of one Conv (node) and elementwise nodes over its output's shape. */
 STAX_MUST_USE stax_status_t lower_conv_group(lower_t* L, int32_t node);
+bool lower_is_pool_op(stax_op_t op);
+/* A group of one pooling node and elementwise nodes over its output's shape. */
+STAX_MUST_USE stax_status_t lower_pool_group(lower_t* L, int32_t node);
 
 #endif /* STAX_JIT_LOWER_INTERNAL_H_ */

@@ -3,10 +3,11 @@
 #include "passes/pass.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-/* A pass never adds values or nodes (rewrites happen in place), so the per-value and per-node
- * arrays are sized once. */
+/* Most passes rewrite in place; the per-value and per-node arrays grow (stax_pass_grow) when one
+ * adds constants or nodes. */
 stax_status_t stax_pass_ctx_init(stax_pass_ctx_t* ctx, stax_graph_t* graph) {
   memset(ctx, 0, sizeof(*ctx));
   ctx->graph = graph;
@@ -149,6 +150,19 @@ bool stax_pass_constant_all(stax_pass_ctx_t* ctx, stax_value_id_t v, double valu
   return true;
 }
 
+bool stax_pass_read_doubles(const stax_tensor_t* t, double* out, int64_t count) {
+  if (count != stax_tensor_element_count(t) || stax_dtype_size(stax_tensor_dtype(t)) == 0)
+    return false;
+  if (stax_tensor_is_contiguous(t)) {
+    stax_convert_elements(stax_tensor_dtype(t), stax_tensor_data(t), STAX_DTYPE_FLOAT64, out,
+                          count);
+    return true;
+  }
+  for (int64_t i = 0; i < count; i++)
+    if (!stax_pass_element(t, i, &out[i])) return false;
+  return true;
+}
+
 bool stax_pass_transpose_perm(const stax_node_t* node, int32_t rank, int64_t* out_perm) {
   int32_t count = -1;
   const int64_t* values = NULL;
@@ -249,6 +263,101 @@ stax_status_t stax_pass_rewrite_node(stax_pass_ctx_t* ctx, stax_node_id_t id, st
   stax_node_attrs_commit(node);
   ctx->uses_valid = false;
   *out_done = true;
+  return STAX_OK;
+}
+
+/* Grows `*array` (elements of `size` bytes, `*capacity` of them) to at least `needed`, zeroing
+ * the new part. */
+static stax_status_t stax_pass_grow_array(stax_allocator_t a, void** array, int32_t* capacity,
+                                          int32_t needed, size_t size) {
+  if (needed <= *capacity) return STAX_OK;
+  int32_t grown = *capacity * 2 > needed ? *capacity * 2 : needed;
+  void* memory = NULL;
+  STAX_RETURN_IF_ERROR(stax_allocator_calloc(a, (size_t)grown, size, &memory));
+  memcpy(memory, *array, (size_t)*capacity * size);
+  stax_allocator_free(a, *array, (size_t)*capacity * size);
+  *array = memory;
+  *capacity = grown;
+  return STAX_OK;
+}
+
+/* Makes the context's arrays cover every value and node the graph now has. */
+static stax_status_t stax_pass_grow(stax_pass_ctx_t* ctx) {
+  stax_graph_t* g = ctx->graph;
+  stax_allocator_t a = g->allocator;
+  if (g->value_count > ctx->value_capacity) {
+    int32_t capacity = ctx->value_capacity;
+    STAX_RETURN_IF_ERROR(stax_pass_grow_array(a, (void**)&ctx->uses, &capacity, g->value_count,
+                                              sizeof(int32_t)));
+    capacity = ctx->value_capacity;
+    STAX_RETURN_IF_ERROR(stax_pass_grow_array(a, (void**)&ctx->pinned, &capacity,
+                                              g->value_count, sizeof(bool)));
+    ctx->value_capacity = capacity;
+  }
+  if (g->node_count > ctx->node_capacity)
+    STAX_RETURN_IF_ERROR(stax_pass_grow_array(a, (void**)&ctx->dead, &ctx->node_capacity,
+                                              g->node_count, sizeof(bool)));
+  ctx->uses_valid = false;
+  return STAX_OK;
+}
+
+/* A name no value of the graph has: base_name, else base_name_1, _2, ... */
+static void stax_pass_unique_name(const stax_graph_t* g, const char* base_name, char* out,
+                                  size_t size) {
+  snprintf(out, size, "%s", base_name);
+  for (int32_t k = 1; stax_graph_find_value(g, out) != STAX_VALUE_NONE; k++)
+    snprintf(out, size, "%s_%d", base_name, (int)k);
+}
+
+stax_status_t stax_pass_add_constant(stax_pass_ctx_t* ctx, const char* base_name,
+                                     stax_tensor_t* tensor, stax_value_id_t* out_value) {
+  *out_value = STAX_VALUE_NONE;
+  char name[256];
+  stax_pass_unique_name(ctx->graph, base_name, name, sizeof(name));
+  /* Room first, so a failure leaves the graph as it was. */
+  stax_graph_t* g = ctx->graph;
+  int32_t saved = g->value_count;
+  g->value_count++;
+  stax_status_t status = stax_pass_grow(ctx);
+  g->value_count = saved;
+  STAX_RETURN_IF_ERROR(status);
+  return stax_graph_add_initializer(g, name, tensor, out_value);
+}
+
+stax_status_t stax_pass_insert_node(stax_pass_ctx_t* ctx, stax_node_id_t before,
+                                    const stax_node_desc_t* desc, const char* base_name,
+                                    stax_value_id_t* out_output) {
+  *out_output = STAX_VALUE_NONE;
+  stax_graph_t* g = ctx->graph;
+  char name[256];
+  stax_pass_unique_name(g, base_name, name, sizeof(name));
+  const char* output_names[1] = {name};
+  stax_node_desc_t one = *desc;
+  one.output_count = 1;
+  one.output_names = output_names;
+  one.name = name;
+  int32_t saved_values = g->value_count, saved_nodes = g->node_count;
+  g->value_count++;
+  g->node_count++;
+  stax_status_t status = stax_pass_grow(ctx);
+  g->value_count = saved_values;
+  g->node_count = saved_nodes;
+  STAX_RETURN_IF_ERROR(status);
+  stax_value_id_t output = STAX_VALUE_NONE;
+  STAX_RETURN_IF_ERROR(stax_graph_add_node(g, &one, &output));
+  /* Rotate the new last node down to `before`; the nodes it passes move up by one. */
+  stax_node_id_t last = g->node_count - 1;
+  stax_node_t added = g->nodes[last];
+  memmove(&g->nodes[before + 1], &g->nodes[before], (size_t)(last - before) * sizeof(stax_node_t));
+  memmove(&ctx->dead[before + 1], &ctx->dead[before], (size_t)(last - before) * sizeof(bool));
+  g->nodes[before] = added;
+  ctx->dead[before] = false;
+  for (stax_node_id_t n = before; n <= last; n++)
+    for (int32_t k = 0; k < g->nodes[n].output_count; k++)
+      if (g->nodes[n].outputs[k] != STAX_VALUE_NONE)
+        g->values[g->nodes[n].outputs[k]].producer = n;
+  ctx->uses_valid = false;
+  *out_output = output;
   return STAX_OK;
 }
 

@@ -74,6 +74,28 @@ STAX_MUST_USE stax_status_t stax_pass_rewrite_node(stax_pass_ctx_t* ctx, stax_no
                                                    int32_t attr_count, const stax_attr_t* attrs,
                                                    bool* out_done);
 
+/* Element values of a constant tensor of any layout, converted to double (count = its element
+ * count); false for dtypes that do not convert. */
+bool stax_pass_read_doubles(const stax_tensor_t* t, double* out, int64_t count);
+
+/* ---- growing the graph ----------------------------------------------------------------------
+ * Most rewrites happen in place; a few need a new constant or node (BatchNormalization folded
+ * into new Conv weights, or split into Mul + Add). These keep the context's per-value and
+ * per-node arrays in step with the graph. */
+
+/* Adds `tensor` as an initializer named after `base_name` (a suffix makes it unique); the graph
+ * retains the tensor, the caller keeps its own reference. */
+STAX_MUST_USE stax_status_t stax_pass_add_constant(stax_pass_ctx_t* ctx, const char* base_name,
+                                                   stax_tensor_t* tensor,
+                                                   stax_value_id_t* out_value);
+/* Adds a node (desc's output names are ignored: one output, named after `base_name`) and moves
+ * it to position `before`, so the nodes stay in topological order: its inputs must be produced
+ * before that position. Nodes from `before` on move up by one. */
+STAX_MUST_USE stax_status_t stax_pass_insert_node(stax_pass_ctx_t* ctx, stax_node_id_t before,
+                                                  const stax_node_desc_t* desc,
+                                                  const char* base_name,
+                                                  stax_value_id_t* out_output);
+
 /* Marks nodes dead and removes them from the graph, renumbering the rest. Outputs of removed
  * nodes that hold a constant become initializers; the others are marked STAX_VALUE_IS_DEAD
  * (nothing may use them). */

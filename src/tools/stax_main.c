@@ -43,7 +43,7 @@ static void print_usage(FILE* f) {
           "default one is compiled and timed against the shape-generic kernels);\n"
           "STAX_ISA=avx512|avx2|sse2 caps the vector instructions the kernels and the JIT\n"
           "use (default: the CPU's best); STAX_DISABLE_PASSES=cse,fuse,... (or all)\n"
-          "switches graph passes off (fold, noop, simplify, fuse, cse, dce);\n"
+          "switches graph passes off (fold, noop, simplify, fuse, bnfold, cse, dce);\n"
           "STAX_MEMORY_PLAN=0 switches memory planning off (every temporary from the\n"
           "buffer pool instead of the per-call arena); STAX_PROGRESS=1 prints progress\n"
           "lines (long sync compiles, waiting for background ones) even when stderr is not\n"

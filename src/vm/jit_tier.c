@@ -66,9 +66,9 @@ static void jit_plan_free(jit_plan* plan) {
 }
 
 /* What a node may share a kernel with (the backend's stax_jit_op_class): one contraction
- * (MatMul, Gemm, Conv) with an elementwise epilogue, or row reductions with elementwise
- * producers and consumers. An op without any lowering (MaxPool, Concat...) is kept in a group
- * of its own, so its neighbours still compile. */
+ * (MatMul, Gemm, Conv, a pool) with an elementwise epilogue, or row reductions with
+ * elementwise producers and consumers. An op without any lowering (LRN, Concat...) is kept in
+ * a group of its own, so its neighbours still compile. */
 typedef enum { KIND_ELEMENTWISE, KIND_ROW, KIND_CONTRACTION, KIND_ALONE } jit_kind;
 static jit_kind jit_node_kind(stax_op_t op) {
   switch (stax_jit_op_class(op)) {

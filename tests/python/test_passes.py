@@ -1,6 +1,7 @@
 """Graph passes through the Python API and the command line, on ONNX models written the way
 exporters write them: the erf GELU and the pre-opset-17 LayerNorm chain (fused, within float32
-rounding of the unfused model and of ONNX Runtime), a shape built from Mod of constants (folded
+rounding of the unfused model and of ONNX Runtime), BatchNormalization folded into the Conv
+before it and a lone one split into Mul + Add (the same, within rounding), a shape built from Mod of constants (folded
 so the model loads with a static rank), a Shape/Gather/Unsqueeze/Concat/Reshape chain (its
 instructions removed), the report (Kernel.passes, stax info --passes), and the switches."""
 import subprocess
@@ -73,6 +74,48 @@ def test_fusions_match_unfused_and_ort():
         np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def conv_bn_block():
+    """Conv -> BatchNormalization -> Relu -> BatchNormalization -> MaxPool, x[N, 3, H, W]."""
+    c = 8
+    w = (RNG.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32)
+    inits = [const("w", w), const("cb", RNG.standard_normal(c))]
+    for p in ("a", "b"):
+        inits += [const(p + "s", 0.5 + RNG.random(c)), const(p + "b", RNG.standard_normal(c)),
+                  const(p + "m", RNG.standard_normal(c)), const(p + "v", 0.5 + RNG.random(c))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "cb"], ["conv"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["conv", "as", "ab", "am", "av"], ["bn1"]),
+        helper.make_node("Relu", ["bn1"], ["r"]),
+        helper.make_node("BatchNormalization", ["r", "bs", "bb", "bm", "bv"], ["bn2"],
+                         epsilon=1e-3),
+        helper.make_node("MaxPool", ["bn2"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return make_model(nodes, [x], [y], inits)
+
+
+def test_batch_norm_folds_match_unfolded_and_ort():
+    data = conv_bn_block().SerializeToString()
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    for jit in ("off", "sync"):
+        folded = stax.load(data, jit=jit)
+        plain = stax.load(data, jit=jit, disable_passes=["bnfold"])
+        details = " ".join(run["detail"] for run in folded.passes["runs"])
+        assert "1 BatchNormalization folded into Conv" in details
+        assert "1 BatchNormalization into Mul + Add" in details
+        assert "BatchNormalization" not in " ".join(r["detail"] for r in plain.passes["runs"])
+        for n, h, w in [(1, 4, 4), (2, 9, 13), (1, 32, 17)]:
+            x = RNG.standard_normal((n, 3, h, w)).astype(np.float32)
+            for _ in range(2):  # the second call of a shape runs compiled kernels under sync
+                got, want = folded(x=x)["y"], plain(x=x)["y"]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4)
+
+
 def test_mod_of_constants_gives_a_static_shape():
     # Reshape(x, Concat(Slice(Shape(x), 0, Reshape(Mod(2, 3), [1])), [-1])): without folding
     # the Concat's length is unknown and the Reshape's rank cannot be inferred.
@@ -128,7 +171,7 @@ def test_shape_chain_instructions_are_removed():
 
 
 def test_pass_switches_and_errors():
-    assert list(stax.PASSES) == ["fold", "noop", "simplify", "fuse", "cse", "dce"]
+    assert list(stax.PASSES) == ["fold", "noop", "simplify", "fuse", "bnfold", "cse", "dce"]
     data = ffn_block().SerializeToString()
     unfused = stax.load(data, jit="off", disable_passes=["fuse"])
     assert all("fused" not in run["detail"] for run in unfused.passes["runs"])
