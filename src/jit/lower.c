@@ -490,7 +490,7 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
   }
   if (status == STAX_OK && group->symbolic) {
     if (group->rows_generic || family == FAMILY_ELEMENTWISE)
-      status = lower_refuse(&L, "symbolic kernels cover MatMul, Conv and row groups only");
+      status = lower_refuse(&L, "symbolic kernels cover MatMul, Conv, pool and row groups only");
     else
       stax_kir_set_symbolic(L.kernel);
     if (status == STAX_OK) status = add_buffers(&L);
@@ -498,6 +498,8 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
       status = lower_matmul_symbolic(&L, contraction);
     else if (status == STAX_OK && family == FAMILY_CONV)
       status = lower_conv_group(&L, contraction);
+    else if (status == STAX_OK && family == FAMILY_POOL)
+      status = lower_pool_group(&L, contraction);
     else if (status == STAX_OK)
       status = lower_row_group(&L);
   } else if (status == STAX_OK) {

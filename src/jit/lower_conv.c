@@ -45,6 +45,7 @@
  * position tiles' tails would need parameter offsets), float64 and halves, a weight computed
  * in the group, more than 4 spatial dims, packing W for wider channel tiles, blocking C for
  * very deep inputs. */
+#include <float.h>
 #include <string.h>
 
 #include "jit/lower_internal.h"
@@ -375,7 +376,8 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   stax_kir_kernel_t* k = L->kernel;
   const lower_conv_geometry_t* g = t->g;
   const stax_window_t* win = &g->window;
-  const stax_jit_value_t* w = lower_value(L, g->w);
+  bool pool = g->op != LOWER_WINDOW_CONV;
+  const stax_jit_value_t* w = pool ? NULL : lower_value(L, g->w);
   int32_t rows = t->rows, lanes = t->lanes, last = g->spatial - 1;
   char name[32];
   stax_kir_loop_t* columns = lower_sym_loop(k, block, "j", lower_sym_const(lanes));
@@ -383,7 +385,17 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   columns->vector_width = lanes;
   int32_t j = stax_kir_loop_id(k, columns);
   int32_t accumulators[64];
-  lower_declare_accumulators(k, &columns->body, t->tile, rows, accumulators);
+  if (pool) {
+    /* One channel: the largest tap so far (from -FLT_MAX, as the generic kernel), or the
+     * float64 sum. */
+    snprintf(name, sizeof(name), "acc%d_0", (int)t->tile);
+    stax_dtype_t sum = g->op == LOWER_WINDOW_MAX ? STAX_DTYPE_FLOAT32 : STAX_DTYPE_FLOAT64;
+    accumulators[0] = stax_kir_add_local(k, name, sum);
+    stax_kir_add_declare(k, &columns->body, accumulators[0],
+                         stax_kir_float(k, sum, g->op == LOWER_WINDOW_MAX ? -FLT_MAX : 0.0));
+  } else {
+    lower_declare_accumulators(k, &columns->body, t->tile, rows, accumulators);
+  }
   /* The first output channel of the tile: g * (M/G) + tile base. */
   stax_kir_index_t channel = t->channels;
   stax_kir_index_add_scaled(k, &channel, &t->group, g->mg);
@@ -402,7 +414,7 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   stax_kir_index_add_scaled(k, &x_index, &t->positions, lane_step);
   stax_kir_index_add_term(k, &x_index, j, lane_step);
   stax_kir_index_t w_index = stax_kir_index_constant(0);
-  stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
+  if (w) stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
   /* Reduction loops over (ci, K1, .., Ks), extent-1 ones left out; the innermost is unrolled
    * when long (a 1x1 conv's channel loop), short kernel loops LLVM unrolls by itself. */
   stax_kir_block_t* body = &columns->body;
@@ -416,11 +428,11 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     int32_t id = stax_kir_loop_id(k, loop);
     if (d < 0) {
       lower_sym_index_term(k, &x_index, id, t->src_strides[1]);
-      stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
+      if (w) stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
     } else {
       lower_sym_index_term(
           k, &x_index, id, lower_sym_mul(k, lower_sym_const(win->dilations[d]), t->src_strides[2 + d]));
-      stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
+      if (w) stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
     }
     body = &loop->body;
     innermost = loop;
@@ -436,11 +448,21 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
       lower_sym_index_add(k, &x_tap,
                           lower_sym_mul(k, lower_sym_const(reach % t->phases), t->phase_length));
       x_tap.constant += reach / t->phases;
-      w_tap.constant += tap * w->strides[2 + last];
+      if (w) w_tap.constant += tap * w->strides[2 + last];
     }
     snprintf(name, sizeof(name), "x%d_%d", (int)t->tile, (int)tap);
     int32_t x_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
     stax_kir_add_declare(k, body, x_local, stax_kir_load(k, t->source, &x_tap));
+    if (pool) {
+      const stax_kir_expr_t* v = stax_kir_local(k, x_local);
+      const stax_kir_expr_t* acc = stax_kir_local(k, accumulators[0]);
+      stax_kir_add_assign(
+          k, body, accumulators[0],
+          g->op == LOWER_WINDOW_MAX
+              ? stax_kir_select(k, stax_kir_binary(k, STAX_KIR_GT, v, acc), v, acc)
+              : stax_kir_binary(k, STAX_KIR_ADD, acc, stax_kir_cast(k, STAX_DTYPE_FLOAT64, v)));
+      continue;
+    }
     for (int32_t r = 0; r < rows; r++) {
       stax_kir_index_t weight = w_tap;
       weight.constant += r * w->strides[0];
@@ -461,6 +483,10 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     stax_kir_index_add_term(k, &L->forms[2 + last], j, 1);
     lower_new_point(L);
     const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
+    if (g->op == LOWER_WINDOW_AVERAGE)
+      value = stax_kir_cast(k, STAX_DTYPE_FLOAT32,
+                            stax_kir_binary(k, STAX_KIR_DIV, value,
+                                            stax_kir_float(k, STAX_DTYPE_FLOAT64, g->divisor)));
     if (b) {
       stax_kir_index_t bias_index = stax_kir_index_constant(0);
       stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);

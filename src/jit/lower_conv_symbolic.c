@@ -25,8 +25,15 @@
  * every thread an iteration (an open outer dim always does), else an open batch. The host verifies every access at each new tuple of
  * sizes before running it (kernel_ir.h, symbolic kernels).
  *
+ * MaxPool and AveragePool take the same path as depthwise windows without weights
+ * (lower_pool.c hands them over): one channel per tile, the padded copy filled with -FLT_MAX
+ * for a max (the generic kernel's start value, so padding never wins and the results are the
+ * generic kernel's bit for bit), an average's float64 sum divided by its fixed tap count.
+ *
  * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
- * weight or bias read again in the epilogue, float64 and halves. */
+ * weight or bias read again in the epilogue, pools whose tap count varies (ceil_mode, an
+ * average without count_include_pad over pads), global pools, float64 and halves. */
+#include <float.h>
 #include <string.h>
 
 #include "jit/lower_internal.h"
@@ -91,7 +98,7 @@ static stax_status_t analyze(sconv_t* c) {
   const stax_jit_value_t* x = lower_value(L, g->x);
   /* X may be read again by the epilogue (a residual of the conv's own input: then its dims
    * are Y's, and the host's per-size verification checks every such load); W and B not. */
-  if (L->uses[g->w] != 1 || (g->bias >= 0 && L->uses[g->bias] != 1))
+  if ((g->w >= 0 && L->uses[g->w] != 1) || (g->bias >= 0 && L->uses[g->bias] != 1))
     return lower_refuse(L, "Conv node '%s': the weight or bias is read again in the group",
                         g->name);
   c->spatial = g->spatial;
@@ -146,8 +153,10 @@ static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_
   loop->vector_width = c->native;
   stax_kir_index_t index = *base;
   stax_kir_index_add_term(c->k, &index, stax_kir_loop_id(c->k, loop), 1);
+  /* A max pool's padding never wins (-FLT_MAX: the generic kernel's start value). */
+  double fill = c->g->op == LOWER_WINDOW_MAX ? -FLT_MAX : 0.0;
   stax_kir_add_store(c->k, &loop->body, c->source, &index,
-                     stax_kir_float(c->k, STAX_DTYPE_FLOAT32, 0));
+                     stax_kir_float(c->k, STAX_DTYPE_FLOAT32, fill));
 }
 
 /* The innermost dim of a phase-split copy: per phase b, the positions q = S*a + b below the

@@ -137,13 +137,23 @@ void lower_sym_stage_when(stax_kir_kernel_t* k, lower_sym_t s, int64_t lo, int64
  * Y [N, M, O..], G groups; the window's sizes and pads are the example's (the generic
  * kernel's rules, so both tiers agree). Also sets the iteration space to Y's and checks that
  * the group's other values fit it. */
+typedef enum lower_window_op_e {
+  LOWER_WINDOW_CONV,    /* sum of products with W */
+  LOWER_WINDOW_MAX,     /* MaxPool: the largest tap (the generic kernel's comparisons) */
+  LOWER_WINDOW_AVERAGE, /* AveragePool over a fixed count of taps: float64 sum / divisor */
+} lower_window_op_t;
+
 typedef struct lower_conv_geometry_t {
   int32_t node;
   const char* name; /* the node's name, for messages */
-  int32_t x, w, bias, out;
+  int32_t x, w, bias, out; /* w and bias -1 for pools */
   int32_t spatial;
   int64_t batch, channels, out_channels, group, cg, mg;
   stax_window_t window;
+  /* Pools as depthwise windows (group = channels, cg = mg = 1, no W): the op, and the
+   * average's divisor. */
+  lower_window_op_t op;
+  double divisor;
 } lower_conv_geometry_t;
 
 STAX_MUST_USE stax_status_t lower_conv_geometry(lower_t* L, int32_t node,
@@ -168,7 +178,8 @@ typedef struct lower_conv_tile_t {
 } lower_conv_tile_t;
 
 void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* tile);
-/* Symbolic groups whose Conv has open spatial dims (lower_conv_symbolic.c). */
+/* Symbolic groups whose Conv has open spatial dims, and pools (MaxPool, AveragePool with a
+ * fixed tap count) over open dims (lower_conv_symbolic.c). */
 STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);
 
 /* A register tile's float32 sums: locals acc<tile>_<r>, r < rows, declared 0 in `block`. */

@@ -27,7 +27,11 @@
  * group's elementwise ops over the pool's output) runs on the pooled value before the single
  * store. Refused (UNIMPLEMENTED, the group is interpreted): other dtypes, MaxPool's Indices
  * output, more than 3 spatial dims, an operand computed in the group, a window cut into more
- * than POOL_MAX_SEGMENTS segments per dim. */
+ * than POOL_MAX_SEGMENTS segments per dim.
+ *
+ * Symbolic groups (the shape-generic tier, open batch or image sizes): a windowed pool becomes
+ * a depthwise window without weights for lower_conv_symbolic.c where its tap count is fixed
+ * (lower_pool_symbolic); a global pool loops over X's dims as parameters (global_symbolic). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -191,9 +195,47 @@ static stax_status_t analyze(pool_t* p, int32_t node_index) {
       return lower_refuse(L, "output '%s' is not %s-shaped",
                           lower_value_name(L, L->group->outputs[i]), stax_op_name(p->op));
   }
-  if (!p->global)
+  if (!p->global && !L->group->symbolic)
     for (int32_t d = 0; d < p->spatial; d++) STAX_RETURN_IF_ERROR(plan_segments(p, d));
   return STAX_OK;
+}
+
+/* Symbolic groups: a windowed pool over open dims becomes a depthwise window without weights
+ * for the symbolic Conv lowering, where its tap count is the same at every output position
+ * (no ceil_mode; an average counts the pads or has none), so the result is the generic
+ * kernel's at every size. */
+static stax_status_t global_symbolic(pool_t* p);
+
+static stax_status_t lower_pool_symbolic(pool_t* p) {
+  lower_t* L = p->L;
+  if (p->global) return global_symbolic(p);
+  bool pads = false;
+  for (int32_t i = 0; i < 2 * p->spatial; i++) pads = pads || p->window.pads[i] != 0;
+  if (p->window.ceil_mode || (!p->is_max && pads && !p->count_include_pad))
+    return lower_refuse(L, "%s node '%s' over open dims with a tap count that varies by position "
+                           "(ceil_mode, or pads an average does not count)",
+                        stax_op_name(p->op), p->name);
+  const stax_jit_value_t* x = lower_value(L, p->x);
+  lower_conv_geometry_t g = {.node = (int32_t)(p->node - L->group->nodes),
+                             .name = p->name,
+                             .x = p->x,
+                             .w = -1,
+                             .bias = -1,
+                             .out = p->out,
+                             .spatial = p->spatial,
+                             .batch = x->dims[0],
+                             .channels = x->dims[1],
+                             .out_channels = x->dims[1],
+                             .group = x->dims[1],
+                             .cg = 1,
+                             .mg = 1,
+                             .window = p->window,
+                             .op = p->is_max ? LOWER_WINDOW_MAX : LOWER_WINDOW_AVERAGE,
+                             .divisor = 1};
+  for (int32_t i = 0; i < p->spatial; i++) g.divisor *= (double)p->window.kernel[i];
+  if (lower_dim_open(L, p->x, 1))
+    return lower_refuse(L, "%s node '%s' with open channels", stax_op_name(p->op), p->name);
+  return lower_conv_symbolic(L, &g);
 }
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -364,6 +406,82 @@ static void emit_global(pool_t* p, stax_kir_block_t* block) {
   emit_store(p, block, stax_kir_cast(k, STAX_DTYPE_FLOAT32, average));
 }
 
+/* A global pool over open dims: the plane's loops take their extents from X's dims, and the
+ * average divides by a count of the taps summed alongside (exact in float64), so the result
+ * is what emit_global computes at each size. Parallel over the channels (fixed). */
+static stax_status_t global_symbolic(pool_t* p) {
+  lower_t* L = p->L;
+  stax_kir_kernel_t* k = p->k;
+  const stax_jit_value_t* x = lower_value(L, p->x);
+  if (L->uses[p->x] != 1 || lower_dim_open(L, p->x, 1))
+    return lower_refuse(L, "%s node '%s': its input is read again, or has open channels",
+                        stax_op_name(p->op), p->name);
+  int32_t skip[1] = {p->x};
+  STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, skip, 1));
+  int32_t xb = L->buffer[p->x];
+  lower_sym_t dims[STAX_MAX_RANK], strides[STAX_MAX_RANK];
+  for (int32_t d = 0; d < x->rank; d++) {
+    dims[d] = lower_sym_const(x->dims[d]);
+    int32_t sp = k->buffers[xb]->stride_params[d];
+    strides[d] = sp >= 0 ? lower_sym_param(sp) : lower_sym_const(x->strides[d]);
+    if (!lower_dim_open(L, p->x, d)) continue;
+    int32_t param = L->dim_params[0];
+    if (d > 0) {
+      char name[16];
+      snprintf(name, sizeof(name), "in%d", (int)d);
+      param = stax_kir_add_read_param(k, name, xb, d, false);
+    }
+    if (param < 0)
+      return lower_refuse(L, "%s node '%s': the batch is open in X only", stax_op_name(p->op),
+                          p->name);
+    stax_kir_buffer_dim_param(k, xb, d, param);
+    dims[d] = lower_sym_param(param);
+  }
+  stax_kir_block_t* stage = stax_kir_add_stage(k, "global_pool");
+  stax_kir_loop_t* a = stage ? lower_sym_loop(k, stage, "c", dims[1]) : NULL;
+  stax_kir_loop_t* b = a ? lower_sym_loop(k, &a->body, "n", dims[0]) : NULL;
+  if (!b) return stax_kir_kernel_status(k);
+  a->parallel = x->dims[1] > 1 && L->options->thread_count > 1;
+  p->c_form = stax_kir_index_constant(0);
+  p->n_form = stax_kir_index_constant(0);
+  stax_kir_index_add_term(k, &p->c_form, stax_kir_loop_id(k, a), 1);
+  stax_kir_index_add_term(k, &p->n_form, stax_kir_loop_id(k, b), 1);
+  for (int32_t d = 0; d < p->spatial; d++) p->position[d] = stax_kir_index_constant(0);
+  stax_dtype_t sum_dtype = p->is_max ? STAX_DTYPE_FLOAT32 : STAX_DTYPE_FLOAT64;
+  int32_t acc = add_local(p, p->is_max ? "best" : "sum", sum_dtype);
+  stax_kir_add_declare(k, &b->body, acc, stax_kir_float(k, sum_dtype, p->is_max ? -FLT_MAX : 0.0));
+  int32_t count = p->is_max ? -1 : add_local(p, "count", STAX_DTYPE_FLOAT64);
+  if (count >= 0)
+    stax_kir_add_declare(k, &b->body, count, stax_kir_float(k, STAX_DTYPE_FLOAT64, 0.0));
+  stax_kir_index_t index = stax_kir_index_constant(0);
+  lower_sym_index_add_scaled(k, &index, &p->n_form, strides[0]);
+  lower_sym_index_add_scaled(k, &index, &p->c_form, strides[1]);
+  stax_kir_block_t* body = &b->body;
+  for (int32_t d = 0; d < p->spatial; d++) {
+    bool innermost = d == p->spatial - 1;
+    stax_kir_loop_t* loop = lower_sym_loop(k, body, innermost ? "j" : "h", dims[2 + d]);
+    if (!loop) return stax_kir_kernel_status(k);
+    /* Lanes need a constant step: a run-time innermost stride sums one element at a time. */
+    if (innermost && strides[2 + d].p < 0) loop->vector_width = L->vector_lanes_f32;
+    lower_sym_index_term(k, &index, stax_kir_loop_id(k, loop), strides[2 + d]);
+    body = &loop->body;
+  }
+  const stax_kir_expr_t* load = stax_kir_load(k, xb, &index);
+  if (p->is_max) {
+    const stax_kir_expr_t* lowest = stax_kir_float(k, STAX_DTYPE_FLOAT32, -FLT_MAX);
+    stax_kir_add_reduce(k, body, acc, STAX_KIR_MAX,
+                        stax_kir_select(k, stax_kir_unary(k, STAX_KIR_IS_NAN, load), lowest, load));
+    emit_store(p, &b->body, stax_kir_local(k, acc));
+    return stax_kir_kernel_status(k);
+  }
+  stax_kir_add_reduce(k, body, acc, STAX_KIR_ADD, stax_kir_cast(k, STAX_DTYPE_FLOAT64, load));
+  stax_kir_add_reduce(k, body, count, STAX_KIR_ADD, stax_kir_float(k, STAX_DTYPE_FLOAT64, 1.0));
+  const stax_kir_expr_t* average =
+      stax_kir_binary(k, STAX_KIR_DIV, stax_kir_local(k, acc), stax_kir_local(k, count));
+  emit_store(p, &b->body, stax_kir_cast(k, STAX_DTYPE_FLOAT32, average));
+  return stax_kir_kernel_status(k);
+}
+
 /* ---- the planes -------------------------------------------------------------------------- */
 
 stax_status_t lower_pool_group(lower_t* L, int32_t node) {
@@ -372,6 +490,7 @@ stax_status_t lower_pool_group(lower_t* L, int32_t node) {
   p.L = L;
   p.k = L->kernel;
   STAX_RETURN_IF_ERROR(analyze(&p, node));
+  if (L->group->symbolic) return lower_pool_symbolic(&p);
   const stax_jit_value_t* x = lower_value(L, p.x);
   int64_t batch = x->dims[0], channels = x->dims[1];
   int64_t outputs = batch * channels;

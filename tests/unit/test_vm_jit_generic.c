@@ -158,6 +158,31 @@ static stax_program_t* build_image_convs(void) {
   return finish(g);
 }
 
+/* Pools of x[N, 4, H, W] with the image size open: MaxPool 3x3 stride 2 pad 1 + Relu (ResNet's
+ * stem), an AveragePool counting its pads, one without pads (stride 2), a dilated MaxPool,
+ * GlobalAveragePool and GlobalMaxPool. */
+static stax_program_t* build_image_pools(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 4), vm_const(g, 4), vm_symbol(g, "H", 7, 80),
+                               vm_symbol(g, "W", 7, 80)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  int64_t k33[2] = {3, 3}, k32[2] = {3, 2}, k22[2] = {2, 2}, k23[2] = {2, 3}, twos[2] = {2, 2},
+          s12[2] = {1, 2}, d21[2] = {2, 1}, ones[4] = {1, 1, 1, 1}, odd[4] = {1, 0, 1, 1};
+  stax_attr_t max1[3] = {stax_attr_ints("kernel_shape", 2, k33), stax_attr_ints("strides", 2, twos),
+                         stax_attr_ints("pads", 4, ones)};
+  vm_output(g, vm_unary(g, STAX_OP_Relu, "relu", vm_node(g, STAX_OP_MaxPool, "max1", 1, &x, 3, max1)));
+  stax_attr_t avg1[4] = {stax_attr_ints("kernel_shape", 2, k32), stax_attr_ints("strides", 2, s12),
+                         stax_attr_ints("pads", 4, odd), stax_attr_int("count_include_pad", 1)};
+  vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg1", 1, &x, 4, avg1));
+  stax_attr_t avg2[2] = {stax_attr_ints("kernel_shape", 2, k22), stax_attr_ints("strides", 2, twos)};
+  vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg2", 1, &x, 2, avg2));
+  stax_attr_t max2[2] = {stax_attr_ints("kernel_shape", 2, k23), stax_attr_ints("dilations", 2, d21)};
+  vm_output(g, vm_node(g, STAX_OP_MaxPool, "max2", 1, &x, 2, max2));
+  vm_output(g, vm_node(g, STAX_OP_GlobalAveragePool, "gap", 1, &x, 0, NULL));
+  vm_output(g, vm_node(g, STAX_OP_GlobalMaxPool, "gmp", 1, &x, 0, NULL));
+  return finish(g);
+}
+
 static stax_context_t* generic_context(stax_program_t* program, stax_jit_mode_t mode,
                                        int32_t versions, bool verify) {
   stax_context_options_t options = {.jit = mode, .jit_threshold = 2, .jit_max_versions = versions,
@@ -335,6 +360,14 @@ static void test_stream_conv_image(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_image_convs();
   conv_stream(program, 4, image_shape);
+  stax_program_release(program);
+}
+
+/* Pools over open image sizes get one shape-generic kernel each. */
+static void test_stream_pool_image(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_image_pools();
+  conv_stream(program, 6, image_shape);
   stax_program_release(program);
 }
 
@@ -673,6 +706,7 @@ static void test_promotion_needs_idle_core(void) {
 
 STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
                STAX_TEST(test_stream_conv_batch), STAX_TEST(test_stream_conv_image),
+               STAX_TEST(test_stream_pool_image),
                STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
                STAX_TEST(test_class_guard_layout),
