@@ -95,5 +95,17 @@ function(stax_onnx_finish_targets)
                    --exceptions "${PROJECT_SOURCE_DIR}/tests/onnx/node_exceptions.txt")
   set_tests_properties(onnx_node_suite_jit PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
                        ENVIRONMENT "STAX_JIT_CACHE_DIR=${CMAKE_BINARY_DIR}/node_suite_jit_cache")
+  # The test data the installed onnx package ships (simple, pytorch-converted,
+  # pytorch-operator, and the light models staged with onnx's runner's inputs), through the
+  # interpreter and through the JIT in verify mode (tests/onnx/shipped_suite.py).
+  add_test(NAME onnx_shipped_suite
+           COMMAND ${STAX_PYTHON} ${PROJECT_SOURCE_DIR}/tests/onnx/shipped_suite.py
+                   $<TARGET_FILE:onnx_node_suite> ${CMAKE_BINARY_DIR}/onnx_shipped)
+  set_tests_properties(onnx_shipped_suite PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
+  add_test(NAME onnx_shipped_suite_jit
+           COMMAND ${STAX_PYTHON} ${PROJECT_SOURCE_DIR}/tests/onnx/shipped_suite.py
+                   $<TARGET_FILE:onnx_node_suite> ${CMAKE_BINARY_DIR}/onnx_shipped_jit --jit)
+  set_tests_properties(onnx_shipped_suite_jit PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "STAX_JIT_CACHE_DIR=${CMAKE_BINARY_DIR}/shipped_jit_cache")
 endfunction()
 cmake_language(DEFER CALL stax_onnx_finish_targets)
