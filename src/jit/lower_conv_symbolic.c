@@ -31,8 +31,8 @@
  * generic kernel's bit for bit), an average's float64 sum divided by its fixed tap count.
  *
  * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
- * weight or bias read again in the epilogue, pools whose tap count varies (ceil_mode, an
- * average without count_include_pad over pads), global pools, float64 and halves. */
+ * weight or bias read again in the epilogue, averages whose tap count varies (ceil_mode, or
+ * pads they do not count), float64 and halves. */
 #include <float.h>
 #include <string.h>
 
@@ -144,6 +144,16 @@ static lower_sym_t space_dim(const sconv_t* c, int32_t e) {
 
 /* ---- the padded copy --------------------------------------------------------------------- */
 
+/* The copy's padding after dim d's input: the window's end pad, and for a max pool with
+ * ceil_mode the stride - 1 positions its last window may reach past it (filled with the lowest
+ * float, they never win: ONNX ignores them). */
+static int64_t end_pad(const sconv_t* c, int32_t d) {
+  const stax_window_t* win = &c->g->window;
+  int64_t end = win->pads[c->spatial + d];
+  if (win->ceil_mode && c->g->op == LOWER_WINDOW_MAX) end += win->strides[d] - 1;
+  return end;
+}
+
 /* source[base + z] = 0 for z in [0, count). */
 static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* base,
                       lower_sym_t count) {
@@ -166,7 +176,7 @@ static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_i
                            const stax_kir_index_t* source) {
   const stax_window_t* win = &c->g->window;
   int32_t last = c->last;
-  int64_t stride = c->phases, begin = win->pads[last], end = win->pads[c->spatial + last];
+  int64_t stride = c->phases, begin = win->pads[last], end = end_pad(c, last);
   lower_sym_t input = c->in[last], x_stride = c->x_strides[2 + last];
   for (int64_t b = 0; b < stride; b++) {
     /* low = max(0, ceil((begin - b) / S)); high = ceil((begin + D - b) / S) >= low for D >= 1,
@@ -210,7 +220,7 @@ static void pad_dim(sconv_t* c, stax_kir_block_t* block, int32_t d, const stax_k
     return;
   }
   const stax_window_t* win = &c->g->window;
-  int64_t begin = win->pads[d], end = win->pads[c->spatial + d];
+  int64_t begin = win->pads[d], end = end_pad(c, d);
   lower_sym_t slab = c->src_strides[2 + d], input = c->in[d];
   zero_fill(c, block, target, lower_sym_mul(c->k, lower_sym_const(begin), slab));
   stax_kir_loop_t* loop = lower_sym_loop(c->k, block, d == c->last ? "cx" : "cd", input);
@@ -241,9 +251,9 @@ static void emit_pad(sconv_t* c) {
   lower_sym_t padded[STAX_MAX_RANK];
   for (int32_t i = 0; i < c->spatial; i++)
     padded[i] = lower_sym_derive(c->k, "padded", c->in[i], 1, 0, 1, 0, 0, 0,
-                                 win->pads[i] + win->pads[c->spatial + i]);
+                                 win->pads[i] + end_pad(c, i));
   c->phase_length = lower_sym_derive(c->k, "phase_length", c->in[c->last], 1,
-                                     win->pads[c->last] + win->pads[c->spatial + c->last] +
+                                     win->pads[c->last] + end_pad(c, c->last) +
                                          c->phases - 1,
                                      c->phases, 0, 0, 0, 0);
   padded[c->last] = lower_sym_mul(c->k, lower_sym_const(c->phases), c->phase_length);

@@ -201,9 +201,9 @@ static stax_status_t analyze(pool_t* p, int32_t node_index) {
 }
 
 /* Symbolic groups: a windowed pool over open dims becomes a depthwise window without weights
- * for the symbolic Conv lowering, where its tap count is the same at every output position
- * (no ceil_mode; an average counts the pads or has none), so the result is the generic
- * kernel's at every size. */
+ * for the symbolic Conv lowering: any MaxPool (ceil_mode's overhang is padded with the lowest
+ * float), an AveragePool whose tap count is the same at every output position (no ceil_mode;
+ * it counts the pads or has none), so the result is the generic kernel's at every size. */
 static stax_status_t global_symbolic(pool_t* p);
 
 static stax_status_t lower_pool_symbolic(pool_t* p) {
@@ -211,9 +211,9 @@ static stax_status_t lower_pool_symbolic(pool_t* p) {
   if (p->global) return global_symbolic(p);
   bool pads = false;
   for (int32_t i = 0; i < 2 * p->spatial; i++) pads = pads || p->window.pads[i] != 0;
-  if (p->window.ceil_mode || (!p->is_max && pads && !p->count_include_pad))
+  if (!p->is_max && (p->window.ceil_mode || (pads && !p->count_include_pad)))
     return lower_refuse(L, "%s node '%s' over open dims with a tap count that varies by position "
-                           "(ceil_mode, or pads an average does not count)",
+                           "(ceil_mode, or pads the average does not count)",
                         stax_op_name(p->op), p->name);
   const stax_jit_value_t* x = lower_value(L, p->x);
   lower_conv_geometry_t g = {.node = (int32_t)(p->node - L->group->nodes),
