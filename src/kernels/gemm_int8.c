@@ -23,6 +23,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #define GEMM_INT_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define GEMM_INT_X86 0
@@ -124,13 +125,24 @@ static const int_isa_t kIntAvx512Vnni = {"avx512vnni", micro_avx512vnni};
 
 static _Atomic(const int_isa_t*) int_isa_override = NULL;
 
+#if GEMM_INT_X86
+/* AVX-VNNI (the VEX-encoded dot products): CPUID leaf 7 subleaf 1, EAX bit 4. Read directly:
+ * not every compiler's __builtin_cpu_supports knows the name (clang 14 does not). Callers
+ * check the AVX2 level first, which includes the OS's AVX state. */
+static bool int_has_avx_vnni(void) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return (a >> 4) & 1u;
+}
+#endif
+
 /* The best variant under the ISA cap (stax_isa): VNNI is an extension of the AVX2 / AVX-512
  * levels, detected here. */
 static const int_isa_t* int_best_isa(void) {
 #if GEMM_INT_X86
   stax_isa_t isa = stax_isa();
   if (isa >= STAX_ISA_AVX512 && __builtin_cpu_supports("avx512vnni")) return &kIntAvx512Vnni;
-  if (isa >= STAX_ISA_AVX2 && __builtin_cpu_supports("avxvnni")) return &kIntAvxVnni;
+  if (isa >= STAX_ISA_AVX2 && int_has_avx_vnni()) return &kIntAvxVnni;
   if (isa >= STAX_ISA_AVX2) return &kIntAvx2;
 #endif
   return &kIntGeneric;
@@ -153,7 +165,8 @@ bool stax_gemm_int_set_isa(const char* name) {
 #if GEMM_INT_X86
   __builtin_cpu_init();
   if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2")) wanted = &kIntAvx2;
-  if (strcmp(name, "avxvnni") == 0 && __builtin_cpu_supports("avxvnni")) wanted = &kIntAvxVnni;
+  if (strcmp(name, "avxvnni") == 0 && __builtin_cpu_supports("avx2") && int_has_avx_vnni())
+    wanted = &kIntAvxVnni;
   if (strcmp(name, "avx512vnni") == 0 && __builtin_cpu_supports("avx512vnni") &&
       __builtin_cpu_supports("avx512vl")) {
     wanted = &kIntAvx512Vnni;
