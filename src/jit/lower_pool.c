@@ -360,15 +360,22 @@ static void emit_dim(pool_t* p, stax_kir_block_t* block, int32_t d) {
   }
 }
 
-/* ---- global pools ------------------------------------------------------------------------ */
-
-static void emit_global(pool_t* p, stax_kir_block_t* block) {
+/* A global pool at the current plane: X's spatial dims `dims` and strides `strides` (over
+ * [N, C, D..]; parameters in a symbolic group). The innermost dim is a vector reduction
+ * (double sums for the average; for the max, NaN replaced by the lowest float first). The
+ * average divides by the plane's size, or, when that is a parameter, by a count of the taps
+ * summed alongside (exact in float64). */
+static void emit_global(pool_t* p, stax_kir_block_t* block, const lower_sym_t* dims,
+                        const lower_sym_t* strides) {
   stax_kir_kernel_t* k = p->k;
-  const stax_jit_value_t* x = lower_value(p->L, p->x);
   for (int32_t d = 0; d < p->spatial; d++) p->position[d] = stax_kir_index_constant(0);
+  bool fixed = true;
   int64_t plane = 1;
-  for (int32_t d = 0; d < p->spatial; d++) plane *= x->dims[2 + d];
-  if (plane == 0) {
+  for (int32_t d = 0; d < p->spatial; d++) {
+    fixed = fixed && dims[2 + d].p < 0;
+    plane *= dims[2 + d].p < 0 ? dims[2 + d].c : 1;
+  }
+  if (fixed && plane == 0) {
     double constant = p->is_max ? -FLT_MAX : NAN;
     emit_store(p, block, stax_kir_float(k, STAX_DTYPE_FLOAT32, constant));
     return;
@@ -376,18 +383,24 @@ static void emit_global(pool_t* p, stax_kir_block_t* block) {
   stax_dtype_t sum_dtype = p->is_max ? STAX_DTYPE_FLOAT32 : STAX_DTYPE_FLOAT64;
   int32_t acc = add_local(p, p->is_max ? "best" : "sum", sum_dtype);
   stax_kir_add_declare(k, block, acc, stax_kir_float(k, sum_dtype, p->is_max ? -FLT_MAX : 0.0));
-  stax_kir_index_t index = plane_index(p);
+  int32_t count = p->is_max || fixed ? -1 : add_local(p, "count", STAX_DTYPE_FLOAT64);
+  if (count >= 0) stax_kir_add_declare(k, block, count, stax_kir_float(k, STAX_DTYPE_FLOAT64, 0.0));
+  stax_kir_index_t index = stax_kir_index_constant(0);
+  lower_sym_index_add_scaled(k, &index, &p->n_form, strides[0]);
+  lower_sym_index_add_scaled(k, &index, &p->c_form, strides[1]);
   stax_kir_block_t* body = block;
   for (int32_t d = 0; d < p->spatial; d++) {
-    if (x->dims[2 + d] == 1) continue;
+    lower_sym_t extent = dims[2 + d];
+    if (extent.p < 0 && extent.c == 1) continue;
     bool innermost = d == p->spatial - 1;
-    stax_kir_loop_t* loop = add_loop(p, body, innermost ? "j" : "h", x->dims[2 + d]);
+    stax_kir_loop_t* loop = lower_sym_loop(k, body, innermost ? "j" : "h", extent);
     if (!loop) return;
-    if (innermost) {
+    /* Lanes need a constant step: a run-time innermost stride sums one element at a time. */
+    if (innermost && strides[2 + d].p < 0) {
       loop->vector_width = p->L->vector_lanes_f32;
-      if (x->dims[2 + d] >= 4 * p->L->vector_lanes_f32) loop->unroll = 2;
+      if (extent.p < 0 && extent.c >= 4 * p->L->vector_lanes_f32) loop->unroll = 2;
     }
-    stax_kir_index_add_term(k, &index, stax_kir_loop_id(k, loop), x->strides[2 + d]);
+    lower_sym_index_term(k, &index, stax_kir_loop_id(k, loop), strides[2 + d]);
     body = &loop->body;
   }
   const stax_kir_expr_t* load = stax_kir_load(k, p->L->buffer[p->x], &index);
@@ -400,9 +413,12 @@ static void emit_global(pool_t* p, stax_kir_block_t* block) {
     return;
   }
   stax_kir_add_reduce(k, body, acc, STAX_KIR_ADD, stax_kir_cast(k, STAX_DTYPE_FLOAT64, load));
-  const stax_kir_expr_t* average = stax_kir_binary(k, STAX_KIR_DIV, stax_kir_local(k, acc),
-                                                   stax_kir_float(k, STAX_DTYPE_FLOAT64,
-                                                                  (double)plane));
+  if (count >= 0)
+    stax_kir_add_reduce(k, body, count, STAX_KIR_ADD, stax_kir_float(k, STAX_DTYPE_FLOAT64, 1.0));
+  const stax_kir_expr_t* divisor = count >= 0
+                                       ? stax_kir_local(k, count)
+                                       : stax_kir_float(k, STAX_DTYPE_FLOAT64, (double)plane);
+  const stax_kir_expr_t* average = stax_kir_binary(k, STAX_KIR_DIV, stax_kir_local(k, acc), divisor);
   emit_store(p, block, stax_kir_cast(k, STAX_DTYPE_FLOAT32, average));
 }
 
@@ -446,39 +462,7 @@ static stax_status_t global_symbolic(pool_t* p) {
   p->n_form = stax_kir_index_constant(0);
   stax_kir_index_add_term(k, &p->c_form, stax_kir_loop_id(k, a), 1);
   stax_kir_index_add_term(k, &p->n_form, stax_kir_loop_id(k, b), 1);
-  for (int32_t d = 0; d < p->spatial; d++) p->position[d] = stax_kir_index_constant(0);
-  stax_dtype_t sum_dtype = p->is_max ? STAX_DTYPE_FLOAT32 : STAX_DTYPE_FLOAT64;
-  int32_t acc = add_local(p, p->is_max ? "best" : "sum", sum_dtype);
-  stax_kir_add_declare(k, &b->body, acc, stax_kir_float(k, sum_dtype, p->is_max ? -FLT_MAX : 0.0));
-  int32_t count = p->is_max ? -1 : add_local(p, "count", STAX_DTYPE_FLOAT64);
-  if (count >= 0)
-    stax_kir_add_declare(k, &b->body, count, stax_kir_float(k, STAX_DTYPE_FLOAT64, 0.0));
-  stax_kir_index_t index = stax_kir_index_constant(0);
-  lower_sym_index_add_scaled(k, &index, &p->n_form, strides[0]);
-  lower_sym_index_add_scaled(k, &index, &p->c_form, strides[1]);
-  stax_kir_block_t* body = &b->body;
-  for (int32_t d = 0; d < p->spatial; d++) {
-    bool innermost = d == p->spatial - 1;
-    stax_kir_loop_t* loop = lower_sym_loop(k, body, innermost ? "j" : "h", dims[2 + d]);
-    if (!loop) return stax_kir_kernel_status(k);
-    /* Lanes need a constant step: a run-time innermost stride sums one element at a time. */
-    if (innermost && strides[2 + d].p < 0) loop->vector_width = L->vector_lanes_f32;
-    lower_sym_index_term(k, &index, stax_kir_loop_id(k, loop), strides[2 + d]);
-    body = &loop->body;
-  }
-  const stax_kir_expr_t* load = stax_kir_load(k, xb, &index);
-  if (p->is_max) {
-    const stax_kir_expr_t* lowest = stax_kir_float(k, STAX_DTYPE_FLOAT32, -FLT_MAX);
-    stax_kir_add_reduce(k, body, acc, STAX_KIR_MAX,
-                        stax_kir_select(k, stax_kir_unary(k, STAX_KIR_IS_NAN, load), lowest, load));
-    emit_store(p, &b->body, stax_kir_local(k, acc));
-    return stax_kir_kernel_status(k);
-  }
-  stax_kir_add_reduce(k, body, acc, STAX_KIR_ADD, stax_kir_cast(k, STAX_DTYPE_FLOAT64, load));
-  stax_kir_add_reduce(k, body, count, STAX_KIR_ADD, stax_kir_float(k, STAX_DTYPE_FLOAT64, 1.0));
-  const stax_kir_expr_t* average =
-      stax_kir_binary(k, STAX_KIR_DIV, stax_kir_local(k, acc), stax_kir_local(k, count));
-  emit_store(p, &b->body, stax_kir_cast(k, STAX_DTYPE_FLOAT32, average));
+  emit_global(p, &b->body, dims, strides);
   return stax_kir_kernel_status(k);
 }
 
@@ -513,9 +497,15 @@ stax_status_t lower_pool_group(lower_t* L, int32_t node) {
                           1);
   stax_kir_index_add_term(p.k, channels_first ? &p.n_form : &p.c_form, stax_kir_loop_id(p.k, b),
                           1);
-  if (p.global)
-    emit_global(&p, &b->body);
-  else
+  if (p.global) {
+    lower_sym_t x_dims[STAX_MAX_RANK], x_strides[STAX_MAX_RANK];
+    for (int32_t d = 0; d < x->rank; d++) {
+      x_dims[d] = lower_sym_const(x->dims[d]);
+      x_strides[d] = lower_sym_const(x->strides[d]);
+    }
+    emit_global(&p, &b->body, x_dims, x_strides);
+  } else {
     emit_dim(&p, &b->body, 0);
+  }
   return stax_kir_kernel_status(p.k);
 }
