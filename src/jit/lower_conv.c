@@ -400,10 +400,8 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   stax_kir_index_t channel = t->channels;
   stax_kir_index_add_scaled(k, &channel, &t->group, g->mg);
   /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
+  /* The spatial part first (a counted average's mask is indexed by it alone). */
   stax_kir_index_t x_index = stax_kir_index_constant(0);
-  lower_sym_index_add_scaled(k, &x_index, &t->batch, t->src_strides[0]);
-  lower_sym_index_add_scaled(k, &x_index, &t->group,
-                             lower_sym_mul(k, lower_sym_const(g->cg), t->src_strides[1]));
   for (int32_t i = 0; i < last; i++)
     lower_sym_index_add_scaled(
         k, &x_index, &t->outer[i],
@@ -413,6 +411,16 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   int64_t lane_step = t->src_strides[2 + last].c * (t->phases > 1 ? 1 : win->strides[last]);
   stax_kir_index_add_scaled(k, &x_index, &t->positions, lane_step);
   stax_kir_index_add_term(k, &x_index, j, lane_step);
+  stax_kir_index_t m_index = x_index;
+  lower_sym_index_add_scaled(k, &x_index, &t->batch, t->src_strides[0]);
+  lower_sym_index_add_scaled(k, &x_index, &t->group,
+                             lower_sym_mul(k, lower_sym_const(g->cg), t->src_strides[1]));
+  int32_t counted = -1;
+  if (g->count_mask) {
+    snprintf(name, sizeof(name), "count%d", (int)t->tile);
+    counted = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT64);
+    stax_kir_add_declare(k, &columns->body, counted, stax_kir_float(k, STAX_DTYPE_FLOAT64, 0.0));
+  }
   stax_kir_index_t w_index = stax_kir_index_constant(0);
   if (w) stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
   /* Reduction loops over (ci, K1, .., Ks), extent-1 ones left out; the innermost is unrolled
@@ -430,8 +438,9 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
       lower_sym_index_term(k, &x_index, id, t->src_strides[1]);
       if (w) stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
     } else {
-      lower_sym_index_term(
-          k, &x_index, id, lower_sym_mul(k, lower_sym_const(win->dilations[d]), t->src_strides[2 + d]));
+      lower_sym_t step = lower_sym_mul(k, lower_sym_const(win->dilations[d]), t->src_strides[2 + d]);
+      lower_sym_index_term(k, &x_index, id, step);
+      lower_sym_index_term(k, &m_index, id, step);
       if (w) stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
     }
     body = &loop->body;
@@ -442,12 +451,14 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
    * statement group per tap instead of a loop. */
   int64_t taps = t->phases > 1 ? win->kernel[last] : 1;
   for (int64_t tap = 0; tap < taps; tap++) {
-    stax_kir_index_t x_tap = x_index, w_tap = w_index;
+    stax_kir_index_t x_tap = x_index, w_tap = w_index, m_tap = m_index;
     if (t->phases > 1) {
       int64_t reach = tap * win->dilations[last];
-      lower_sym_index_add(k, &x_tap,
-                          lower_sym_mul(k, lower_sym_const(reach % t->phases), t->phase_length));
+      lower_sym_t offset = lower_sym_mul(k, lower_sym_const(reach % t->phases), t->phase_length);
+      lower_sym_index_add(k, &x_tap, offset);
+      lower_sym_index_add(k, &m_tap, offset);
       x_tap.constant += reach / t->phases;
+      m_tap.constant += reach / t->phases;
       if (w) w_tap.constant += tap * w->strides[2 + last];
     }
     snprintf(name, sizeof(name), "x%d_%d", (int)t->tile, (int)tap);
@@ -461,6 +472,11 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
           g->op == LOWER_WINDOW_MAX
               ? stax_kir_select(k, stax_kir_binary(k, STAX_KIR_GT, v, acc), v, acc)
               : stax_kir_binary(k, STAX_KIR_ADD, acc, stax_kir_cast(k, STAX_DTYPE_FLOAT64, v)));
+      if (counted >= 0)
+        stax_kir_add_assign(
+            k, body, counted,
+            stax_kir_binary(k, STAX_KIR_ADD, stax_kir_local(k, counted),
+                            stax_kir_cast(k, STAX_DTYPE_FLOAT64, stax_kir_load(k, t->mask, &m_tap))));
       continue;
     }
     for (int32_t r = 0; r < rows; r++) {
@@ -484,9 +500,11 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     lower_new_point(L);
     const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
     if (g->op == LOWER_WINDOW_AVERAGE)
-      value = stax_kir_cast(k, STAX_DTYPE_FLOAT32,
-                            stax_kir_binary(k, STAX_KIR_DIV, value,
-                                            stax_kir_float(k, STAX_DTYPE_FLOAT64, g->divisor)));
+      value = stax_kir_cast(
+          k, STAX_DTYPE_FLOAT32,
+          stax_kir_binary(k, STAX_KIR_DIV, value,
+                          counted >= 0 ? stax_kir_local(k, counted)
+                                       : stax_kir_float(k, STAX_DTYPE_FLOAT64, g->divisor)));
     if (b) {
       stax_kir_index_t bias_index = stax_kir_index_constant(0);
       stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
@@ -512,7 +530,8 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
                          .positions = find_axis(c, AXIS_POSITIONS, 0)->form,
                          .rows = find_axis(c, AXIS_CHANNELS, 0)->size,
                          .lanes = find_axis(c, AXIS_POSITIONS, 0)->size,
-                         .tile = c->tiles++};
+                         .tile = c->tiles++,
+                         .mask = -1};
   for (int32_t d = 0; d < 2 + c->g.spatial; d++) t.src_strides[d] = lower_sym_const(c->source_strides[d]);
   for (int32_t i = 0; i + 1 < c->g.spatial; i++) t.outer[i] = find_axis(c, AXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);

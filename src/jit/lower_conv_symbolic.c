@@ -30,9 +30,12 @@
  * for a max (the generic kernel's start value, so padding never wins and the results are the
  * generic kernel's bit for bit), an average's float64 sum divided by its fixed tap count.
  *
+ * An average that does not count its pads divides by the window's sum over a mask of the
+ * padded plane (1 inside the input, 0 in the pads; one plane for every batch and channel,
+ * filled in a stage of its own), counted in float64 like the generic kernel's count.
+ *
  * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
- * weight or bias read again in the epilogue, averages whose tap count varies (ceil_mode, or
- * pads they do not count), float64 and halves. */
+ * weight or bias read again in the epilogue, an average with ceil_mode, float64 and halves. */
 #include <float.h>
 #include <string.h>
 
@@ -73,6 +76,10 @@ typedef struct sconv_t {
    * (q % S) * phase_length + q / S. phases is S, or 1 without the split. */
   int64_t phases;
   lower_sym_t phase_length;
+  /* A counted average's mask of the padded plane (-1: none), and whether the pad functions
+   * are writing it (1 inside the input, 0 in the pads) rather than the padded copy. */
+  int32_t mask;
+  bool filling_mask;
   int32_t native, nr, mr;
   saxis_t axes[STAX_MAX_RANK + 1];
   int32_t axis_count;
@@ -154,7 +161,19 @@ static int64_t end_pad(const sconv_t* c, int32_t d) {
   return end;
 }
 
-/* source[base + z] = 0 for z in [0, count). */
+/* The buffer the pad functions write: the padded copy, or a counted average's mask. */
+static int32_t fill_target(const sconv_t* c) {
+  return c->filling_mask ? c->mask : c->source;
+}
+
+/* What lies inside the input at `from` (an index into X): X's value, or 1 in the mask. */
+static const stax_kir_expr_t* interior_value(sconv_t* c, const stax_kir_index_t* from) {
+  if (c->filling_mask) return stax_kir_float(c->k, STAX_DTYPE_FLOAT32, 1.0);
+  return stax_kir_load(c->k, c->L->buffer[c->g->x], from);
+}
+
+/* target[base + z] = the pad value for z in [0, count): 0, or -FLT_MAX for a max pool (the
+ * generic kernel's start value: padding never wins); 0 in a mask. */
 static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* base,
                       lower_sym_t count) {
   if (count.p < 0 && count.c <= 0) return;
@@ -163,9 +182,8 @@ static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_
   loop->vector_width = c->native;
   stax_kir_index_t index = *base;
   stax_kir_index_add_term(c->k, &index, stax_kir_loop_id(c->k, loop), 1);
-  /* A max pool's padding never wins (-FLT_MAX: the generic kernel's start value). */
-  double fill = c->g->op == LOWER_WINDOW_MAX ? -FLT_MAX : 0.0;
-  stax_kir_add_store(c->k, &loop->body, c->source, &index,
+  double fill = !c->filling_mask && c->g->op == LOWER_WINDOW_MAX ? -FLT_MAX : 0.0;
+  stax_kir_add_store(c->k, &loop->body, fill_target(c), &index,
                      stax_kir_float(c->k, STAX_DTYPE_FLOAT32, fill));
 }
 
@@ -198,8 +216,7 @@ static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_i
     lower_sym_index_add(c->k, &from, lower_sym_mul(c->k, lower_sym_const(stride * low + b - begin),
                                                    x_stride));
     lower_sym_index_term(c->k, &from, id, lower_sym_mul(c->k, lower_sym_const(stride), x_stride));
-    stax_kir_add_store(c->k, &loop->body, c->source, &to,
-                       stax_kir_load(c->k, c->L->buffer[c->g->x], &from));
+    stax_kir_add_store(c->k, &loop->body, fill_target(c), &to, interior_value(c, &from));
     /* The rest: phase_length - high. */
     stax_kir_index_t tail = base;
     lower_sym_index_add(c->k, &tail,
@@ -232,8 +249,8 @@ static void pad_dim(sconv_t* c, stax_kir_block_t* block, int32_t d, const stax_k
   lower_sym_index_term(c->k, &inner_source, id, c->x_strides[2 + d]);
   if (d == c->last) {
     loop->vector_width = c->native;
-    stax_kir_add_store(c->k, &loop->body, c->source, &inner_target,
-                       stax_kir_load(c->k, c->L->buffer[c->g->x], &inner_source));
+    stax_kir_add_store(c->k, &loop->body, fill_target(c), &inner_target,
+                       interior_value(c, &inner_source));
   } else {
     pad_dim(c, &loop->body, d + 1, &inner_target, &inner_source);
   }
@@ -288,6 +305,19 @@ static void emit_pad(sconv_t* c) {
   lower_sym_index_term(c->k, &source, n, c->x_strides[0]);
   lower_sym_index_term(c->k, &source, ch, c->x_strides[1]);
   pad_dim(c, &b->body, 0, &target, &source);
+  if (!g->count_mask) return;
+  /* The counted average's mask: one padded plane, the same for every batch and channel. */
+  int64_t plane_example = lower_sym_example(c->k, plane);
+  int64_t mask_dims[1] = {plane_example > 0 ? plane_example : 1};
+  c->mask = stax_kir_add_buffer(c->k, "mask", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1,
+                                mask_dims, NULL);
+  stax_kir_block_t* mask_stage = c->mask >= 0 ? stax_kir_add_stage(c->k, "mask") : NULL;
+  if (!mask_stage) return;
+  if (plane.p >= 0) stax_kir_buffer_dim_param(c->k, c->mask, 0, lower_sym_plain(c->k, "plane", plane));
+  stax_kir_index_t origin = stax_kir_index_constant(0);
+  c->filling_mask = true;
+  pad_dim(c, mask_stage, 0, &origin, &origin);
+  c->filling_mask = false;
 }
 
 /* ---- the tile ---------------------------------------------------------------------------- */
@@ -310,7 +340,8 @@ static void emit_tile(sconv_t* c, stax_kir_block_t* block) {
                          .positions = find_axis(c, SAXIS_POSITIONS, 0)->form,
                          .rows = find_axis(c, SAXIS_CHANNELS, 0)->size,
                          .lanes = find_axis(c, SAXIS_POSITIONS, 0)->size,
-                         .tile = c->tiles++};
+                         .tile = c->tiles++,
+                         .mask = c->mask};
   for (int32_t d = 0; d < 2 + c->spatial; d++) t.src_strides[d] = c->src_strides[d];
   for (int32_t i = 0; i < c->last; i++) t.outer[i] = find_axis(c, SAXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);
@@ -473,6 +504,7 @@ stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
   c.L = L;
   c.k = L->kernel;
   c.g = g;
+  c.mask = -1;
   STAX_RETURN_IF_ERROR(analyze(&c));
   c.k->compact_math = true;
   c.native = L->vector_lanes_f32;

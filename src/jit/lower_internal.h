@@ -154,6 +154,9 @@ typedef struct lower_conv_geometry_t {
    * average's divisor. */
   lower_window_op_t op;
   double divisor;
+  /* An average that counts only its in-range taps (count_include_pad 0 with pads): the divisor
+   * is the window's sum over a mask of the padded plane (1 inside the input, 0 in the pads). */
+  bool count_mask;
 } lower_conv_geometry_t;
 
 STAX_MUST_USE stax_status_t lower_conv_geometry(lower_t* L, int32_t node,
@@ -175,6 +178,7 @@ typedef struct lower_conv_tile_t {
   stax_kir_index_t outer[STAX_MAX_RANK];
   int32_t rows, lanes;
   int32_t tile; /* numbers the tile's locals */
+  int32_t mask; /* g->count_mask: the padded plane's mask buffer (indexed as one plane) */
 } lower_conv_tile_t;
 
 void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* tile);

@@ -202,8 +202,8 @@ static stax_status_t analyze(pool_t* p, int32_t node_index) {
 
 /* Symbolic groups: a windowed pool over open dims becomes a depthwise window without weights
  * for the symbolic Conv lowering: any MaxPool (ceil_mode's overhang is padded with the lowest
- * float), an AveragePool whose tap count is the same at every output position (no ceil_mode;
- * it counts the pads or has none), so the result is the generic kernel's at every size. */
+ * float), an AveragePool without ceil_mode (one that does not count its pads divides by a
+ * mask's count), so the result is the generic kernel's at every size. */
 static stax_status_t global_symbolic(pool_t* p);
 
 static stax_status_t lower_pool_symbolic(pool_t* p) {
@@ -211,9 +211,9 @@ static stax_status_t lower_pool_symbolic(pool_t* p) {
   if (p->global) return global_symbolic(p);
   bool pads = false;
   for (int32_t i = 0; i < 2 * p->spatial; i++) pads = pads || p->window.pads[i] != 0;
-  if (!p->is_max && (p->window.ceil_mode || (pads && !p->count_include_pad)))
-    return lower_refuse(L, "%s node '%s' over open dims with a tap count that varies by position "
-                           "(ceil_mode, or pads the average does not count)",
+  if (!p->is_max && p->window.ceil_mode)
+    return lower_refuse(L, "%s node '%s' over open dims with ceil_mode (its tap count varies by "
+                           "position past the end)",
                         stax_op_name(p->op), p->name);
   const stax_jit_value_t* x = lower_value(L, p->x);
   lower_conv_geometry_t g = {.node = (int32_t)(p->node - L->group->nodes),
@@ -231,7 +231,8 @@ static stax_status_t lower_pool_symbolic(pool_t* p) {
                              .mg = 1,
                              .window = p->window,
                              .op = p->is_max ? LOWER_WINDOW_MAX : LOWER_WINDOW_AVERAGE,
-                             .divisor = 1};
+                             .divisor = 1,
+                             .count_mask = !p->is_max && pads && !p->count_include_pad};
   for (int32_t i = 0; i < p->spatial; i++) g.divisor *= (double)p->window.kernel[i];
   if (lower_dim_open(L, p->x, 1))
     return lower_refuse(L, "%s node '%s' with open channels", stax_op_name(p->op), p->name);
