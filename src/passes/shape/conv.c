@@ -288,8 +288,6 @@ stax_status_t stax_shape_conv(stax_shape_infer_t* ic) {
   return conv_output(ic, &x, &w, 2, false, x.dtype);
 }
 
-#define QUANT_8BIT (STAX_DTYPE_BIT(STAX_DTYPE_INT8) | STAX_DTYPE_BIT(STAX_DTYPE_UINT8))
-
 /* A zero point or scale of a quantized conv: `dtype_like` (when given) fixes its dtype;
  * per_channel allows [M] besides one element. Only constant dims can be checked here. */
 static stax_status_t conv_quant_param(stax_shape_infer_t* ic, int32_t index, bool required,
@@ -297,17 +295,8 @@ static stax_status_t conv_quant_param(stax_shape_infer_t* ic, int32_t index, boo
                                       const stax_shape_operand_t* w) {
   stax_shape_operand_t p;
   bool present = false;
-  stax_shape_read_input(ic, index, &p, &present);
-  if (!present) {
-    if (!required) return STAX_OK;
-    return stax_infer_error(ic, STAX_INVALID_ARGUMENT, "input %d is required", index);
-  }
-  if (dtype_like) {
-    STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, dtype_like, &p));
-  } else {
-    STAX_RETURN_IF_ERROR(
-        stax_shape_require_dtype(ic, &p, STAX_DTYPES_FLOAT, "a floating-point type"));
-  }
+  STAX_RETURN_IF_ERROR(stax_shape_read_quant_param(ic, index, required, dtype_like, &p, &present));
+  if (!present) return STAX_OK;
   STAX_RETURN_IF_ERROR(stax_shape_require_rank(ic, &p, 0, 1));
   int64_t length = 0, channels = 0;
   if (p.rank == 1 && stax_shape_dim_const(ic, p.dims[0], &length) && length != 1) {
@@ -331,9 +320,9 @@ static stax_status_t conv_quant_param(stax_shape_infer_t* ic, int32_t index, boo
 /* ConvInteger(x, w, x_zero_point?, w_zero_point?) -> int32, Conv's shape. */
 stax_status_t stax_shape_conv_integer(stax_shape_infer_t* ic) {
   stax_shape_operand_t x, w;
-  STAX_RETURN_IF_ERROR(read_spatial_input(ic, QUANT_8BIT, "int8 or uint8", &x));
+  STAX_RETURN_IF_ERROR(read_spatial_input(ic, STAX_DTYPES_QUANT_8BIT, "int8 or uint8", &x));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 1, &w));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &w, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &w, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
   STAX_RETURN_IF_ERROR(conv_quant_param(ic, 2, false, &x, false, &w));
   STAX_RETURN_IF_ERROR(conv_quant_param(ic, 3, false, &w, true, &w));
   return conv_output(ic, &x, &w, -1, false, STAX_DTYPE_INT32);
@@ -342,11 +331,11 @@ stax_status_t stax_shape_conv_integer(stax_shape_infer_t* ic) {
 /* QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?) -> y_zp's dtype. */
 stax_status_t stax_shape_qlinear_conv(stax_shape_infer_t* ic) {
   stax_shape_operand_t x, w, y_zero;
-  STAX_RETURN_IF_ERROR(read_spatial_input(ic, QUANT_8BIT, "int8 or uint8", &x));
+  STAX_RETURN_IF_ERROR(read_spatial_input(ic, STAX_DTYPES_QUANT_8BIT, "int8 or uint8", &x));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 3, &w));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &w, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &w, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 7, &y_zero));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &y_zero, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &y_zero, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
   STAX_RETURN_IF_ERROR(conv_quant_param(ic, 1, true, NULL, false, &w));
   STAX_RETURN_IF_ERROR(conv_quant_param(ic, 2, true, &x, false, &w));
   STAX_RETURN_IF_ERROR(conv_quant_param(ic, 4, true, NULL, true, &w));

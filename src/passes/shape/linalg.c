@@ -45,8 +45,6 @@ stax_status_t stax_shape_matmul(stax_shape_infer_t* ic) {
   return stax_shape_set_output(ic, 0, a.dtype, rank, dims);
 }
 
-#define QUANT_8BIT (STAX_DTYPE_BIT(STAX_DTYPE_INT8) | STAX_DTYPE_BIT(STAX_DTYPE_UINT8))
-
 /* A zero point or scale of a quantized matmul operand: the matrix's dtype (zero points) or a
  * float (scales, dtype_like NULL); one element, 1-D of the matrix's M (rows) or N (columns),
  * or the matrix's rank with a 1 in the other matrix dim. Only constant dims are checked
@@ -56,17 +54,8 @@ static stax_status_t matmul_quant_param(stax_shape_infer_t* ic, int32_t index, b
                                         const stax_shape_operand_t* matrix, bool rows) {
   stax_shape_operand_t p;
   bool present = false;
-  stax_shape_read_input(ic, index, &p, &present);
-  if (!present) {
-    if (!required) return STAX_OK;
-    return stax_infer_error(ic, STAX_INVALID_ARGUMENT, "input %d is required", index);
-  }
-  if (dtype_like) {
-    STAX_RETURN_IF_ERROR(stax_shape_require_same_dtype(ic, dtype_like, &p));
-  } else {
-    STAX_RETURN_IF_ERROR(
-        stax_shape_require_dtype(ic, &p, STAX_DTYPES_FLOAT, "a floating-point type"));
-  }
+  STAX_RETURN_IF_ERROR(stax_shape_read_quant_param(ic, index, required, dtype_like, &p, &present));
+  if (!present) return STAX_OK;
   if (p.rank > 1 && p.rank != matrix->rank) {
     return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
                             "input %d '%s' has rank %d; it must have one element, be 1-D (per "
@@ -91,8 +80,8 @@ stax_status_t stax_shape_matmul_integer(stax_shape_infer_t* ic) {
   stax_shape_operand_t a, b;
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &a));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 1, &b));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &a, QUANT_8BIT, "int8 or uint8"));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &b, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &a, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &b, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
   STAX_RETURN_IF_ERROR(matmul_quant_param(ic, 2, false, &a, &a, true));
   STAX_RETURN_IF_ERROR(matmul_quant_param(ic, 3, false, &b, &b, false));
   const stax_dim_t* dims[STAX_MAX_RANK + 2];
@@ -107,9 +96,9 @@ stax_status_t stax_shape_qlinear_matmul(stax_shape_infer_t* ic) {
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 0, &a));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 3, &b));
   STAX_RETURN_IF_ERROR(stax_shape_require_input(ic, 7, &y_zero));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &a, QUANT_8BIT, "int8 or uint8"));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &b, QUANT_8BIT, "int8 or uint8"));
-  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &y_zero, QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &a, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &b, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
+  STAX_RETURN_IF_ERROR(stax_shape_require_dtype(ic, &y_zero, STAX_DTYPES_QUANT_8BIT, "int8 or uint8"));
   STAX_RETURN_IF_ERROR(matmul_quant_param(ic, 1, true, NULL, &a, true));
   STAX_RETURN_IF_ERROR(matmul_quant_param(ic, 2, true, &a, &a, true));
   STAX_RETURN_IF_ERROR(matmul_quant_param(ic, 4, true, NULL, &b, false));

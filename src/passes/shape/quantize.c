@@ -135,6 +135,18 @@ static stax_status_t check_params(stax_shape_infer_t* ic, const stax_shape_opera
   return STAX_OK;
 }
 
+stax_status_t stax_shape_read_quant_param(stax_shape_infer_t* ic, int32_t index, bool required,
+                                          const stax_shape_operand_t* dtype_like,
+                                          stax_shape_operand_t* out_param, bool* out_present) {
+  stax_shape_read_input(ic, index, out_param, out_present);
+  if (!*out_present) {
+    if (!required) return STAX_OK;
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT, "input %d is required", index);
+  }
+  if (dtype_like) return stax_shape_require_same_dtype(ic, dtype_like, out_param);
+  return stax_shape_require_dtype(ic, out_param, STAX_DTYPES_FLOAT, "a floating-point type");
+}
+
 /* QuantizeLinear(x, y_scale, y_zero_point?) -> y. */
 stax_status_t stax_shape_quantize(stax_shape_infer_t* ic) {
   stax_shape_operand_t x, scale, zero;

@@ -39,6 +39,15 @@ void stax_shape_read_input(const stax_shape_infer_t* ic, int32_t i,
 STAX_MUST_USE stax_status_t stax_shape_require_input(const stax_shape_infer_t* ic, int32_t i,
                                                      stax_shape_operand_t* out_operand);
 
+/* A quantized op's zero point or scale, input `index` (shape/quantize.c): absent is fine
+ * unless `required`; its dtype is dtype_like's (a zero point) or a float (a scale, dtype_like
+ * NULL). The caller checks its shape against the operand it quantizes. */
+STAX_MUST_USE stax_status_t stax_shape_read_quant_param(stax_shape_infer_t* ic, int32_t index,
+                                                        bool required,
+                                                        const stax_shape_operand_t* dtype_like,
+                                                        stax_shape_operand_t* out_param,
+                                                        bool* out_present);
+
 /* ---- dtypes ----------------------------------------------------------------------------- */
 
 typedef uint32_t stax_dtype_mask_t;
@@ -57,6 +66,7 @@ typedef uint32_t stax_dtype_mask_t;
 #define STAX_DTYPES_BOOL STAX_DTYPE_BIT(STAX_DTYPE_BOOL)
 #define STAX_DTYPES_ALL (STAX_DTYPES_NUMERIC | STAX_DTYPES_BOOL)
 #define STAX_DTYPES_INDEX (STAX_DTYPE_BIT(STAX_DTYPE_INT32) | STAX_DTYPE_BIT(STAX_DTYPE_INT64))
+#define STAX_DTYPES_QUANT_8BIT (STAX_DTYPE_BIT(STAX_DTYPE_INT8) | STAX_DTYPE_BIT(STAX_DTYPE_UINT8))
 
 /* DTYPE_MISMATCH unless the operand's dtype is in `allowed`: "input 0 'x' has dtype float32,
  * expected <what>" (what: e.g. "bool", "a floating-point type"). */
