@@ -1,17 +1,19 @@
 /* The LLVM backend's process-wide state and its vtable: one ORC LLJIT for the process, created
- * on first use, with a target machine for the host CPU as detected at run time
+ * on first use, with target machines for the host CPU as detected at run time
  * (LLVMGetHostCPUName / LLVMGetHostCPUFeatures), a generator that resolves libm and other
- * process symbols in JIT'd code, and a mutex that serializes every use of LLVM (compiles may
- * come from a background compiler thread).
+ * process symbols in JIT'd code, and a mutex over what compiles share (the JIT's symbol table
+ * and linker, the live cache keys, the spare target machines).
  *
  * A compile: kernel IR -> module (llvm_codegen.c) in a fresh thread-safe context -> verifier
  * -> the new pass manager (O3, or a short pipeline for shape-generic kernels: pipeline())
- * with the host target machine -> (optionally) assembly from a clone, since code generation rewrites the IR it is given -> the module goes
- * to the LLJIT under its own resource tracker, so removing that tracker frees just this
- * kernel's code -> the stage symbols are looked up, which is when machine code is made.
+ * -> (optionally) assembly from a clone, since code generation rewrites the IR it is given
+ * -> an object in memory (stored in the object cache when there is a key), all with a target
+ * machine of the compile's own and without the mutex, so compiler threads work at once ->
+ * under the mutex, the object goes to the LLJIT under its own resource tracker (removing that
+ * tracker frees just this kernel's code) and the stage symbols are looked up, which links it.
  * Every failure returns INTERNAL with LLVM's message; nothing is fatal.
  *
- * The LLJIT and target machine are disposed at exit (atexit), after every kernel should have
+ * The LLJIT and target machines are disposed at exit (atexit), after every kernel should have
  * been released; a kernel still held then must not run afterwards. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +39,19 @@
 
 #include "jit/llvm_internal.h"
 
+/* Target machines kept for reuse: one per compile that may run at once (compiler threads). */
+#define STAX_LLVM_SPARE_MACHINES 16
+
 typedef struct llvm_backend_t {
   pthread_mutex_t mutex;
   LLVMOrcLLJITRef jit;
-  LLVMTargetMachineRef machine; /* for passes and assembly */
+  LLVMTargetRef llvm_target;
+  /* Target machines not in use by a compile (machine_take), the first made at start. */
+  LLVMTargetMachineRef spare[STAX_LLVM_SPARE_MACHINES];
+  int32_t spare_count;
   char* triple;
+  char* data_layout; /* the JIT's, for modules */
+  char* jit_triple;  /* the JIT's, for modules */
   char* cpu;
   char* features;
   stax_llvm_target_t target;
@@ -73,9 +83,12 @@ static void backend_dispose(void) {
     if (error) LLVMConsumeError(error);
     b->jit = NULL;
   }
-  if (b->machine) LLVMDisposeTargetMachine(b->machine);
-  b->machine = NULL;
+  for (int32_t i = 0; i < b->spare_count; i++) LLVMDisposeTargetMachine(b->spare[i]);
+  b->spare_count = 0;
   LLVMDisposeMessage(b->triple);
+  free(b->data_layout);
+  free(b->jit_triple);
+  b->data_layout = b->jit_triple = NULL;
   LLVMDisposeMessage(b->cpu);
   LLVMDisposeMessage(b->features);
   b->triple = b->cpu = b->features = NULL;
@@ -138,11 +151,13 @@ static stax_status_t backend_create(llvm_backend_t* b) {
     LLVMDisposeMessage(message);
     return status;
   }
-  b->machine = create_machine(b, target);
+  b->llvm_target = target;
+  LLVMTargetMachineRef machine = create_machine(b, target);
+  if (machine) b->spare[b->spare_count++] = machine;
   /* The JIT gets its own machine (the builder takes ownership) with the same settings, so
-   * JIT'd code and the printed assembly are the same code. */
+   * the objects compiles make and the printed assembly are the JIT's code. */
   LLVMTargetMachineRef jit_machine = create_machine(b, target);
-  if (!b->machine || !jit_machine) {
+  if (!machine || !jit_machine) {
     if (jit_machine) LLVMDisposeTargetMachine(jit_machine);
     return stax_status_make(STAX_INTERNAL, "LLVM could not create a target machine for %s/%s",
                             b->triple, b->cpu);
@@ -152,6 +167,9 @@ static stax_status_t backend_create(llvm_backend_t* b) {
       builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_machine));
   LLVMErrorRef error = LLVMOrcCreateLLJIT(&b->jit, builder);
   if (error) return status_from_error(error, "LLJIT creation");
+  b->data_layout = strdup(LLVMOrcLLJITGetDataLayoutStr(b->jit));
+  b->jit_triple = strdup(LLVMOrcLLJITGetTripleString(b->jit));
+  if (!b->data_layout || !b->jit_triple) return stax_status_make(STAX_OUT_OF_MEMORY, "LLVM data layout");
   LLVMOrcDefinitionGeneratorRef generator = NULL;
   error = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
       &generator, LLVMOrcLLJITGetGlobalPrefix(b->jit), NULL, NULL);
@@ -195,13 +213,13 @@ static stax_status_t copy_llvm_string(stax_allocator_t allocator, char* llvm_str
   return status;
 }
 
-static stax_status_t emit_assembly(llvm_backend_t* b, LLVMModuleRef module,
+static stax_status_t emit_assembly(LLVMTargetMachineRef machine, LLVMModuleRef module,
                                    stax_allocator_t allocator, char** out_text) {
   LLVMModuleRef clone = LLVMCloneModule(module);
   char* message = NULL;
   LLVMMemoryBufferRef buffer = NULL;
   bool failed =
-      LLVMTargetMachineEmitToMemoryBuffer(b->machine, clone, LLVMAssemblyFile, &message, &buffer);
+      LLVMTargetMachineEmitToMemoryBuffer(machine, clone, LLVMAssemblyFile, &message, &buffer);
   LLVMDisposeModule(clone);
   if (failed) {
     stax_status_t status = stax_status_make(STAX_INTERNAL, "LLVM assembly emission failed: %s",
@@ -323,21 +341,149 @@ static char* cache_key(const llvm_backend_t* b, const stax_kir_kernel_t* kernel,
   return key;
 }
 
-/* Code generation to an object in memory, stored in the cache, then linked into the JIT
- * under `tracker` (so what runs is exactly what later processes will load). */
-static stax_status_t add_object(llvm_backend_t* b, LLVMOrcResourceTrackerRef tracker,
-                                LLVMMemoryBufferRef object) {
-  LLVMErrorRef error = LLVMOrcLLJITAddObjectFileWithRT(b->jit, tracker, object);
-  return error ? status_from_error(error, "adding the object") : STAX_OK;
+/* ---- one compile ------------------------------------------------------------------------- */
+
+/* Target machines for compiles in flight: a TargetMachine is used by one thread at a time, so
+ * each compile takes one (made on demand, with the settings of the JIT's own) and gives it
+ * back for the next. Several compiles then optimize and generate code at once; only linking
+ * into the JIT and the live-key table need the mutex. */
+static LLVMTargetMachineRef machine_take(llvm_backend_t* b) {
+  pthread_mutex_lock(&b->mutex);
+  LLVMTargetMachineRef machine = b->spare_count > 0 ? b->spare[--b->spare_count] : NULL;
+  pthread_mutex_unlock(&b->mutex);
+  return machine ? machine : create_machine(b, b->llvm_target);
 }
 
-/* Everything below runs with the mutex held. */
-static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* kernel,
+static void machine_give(llvm_backend_t* b, LLVMTargetMachineRef machine) {
+  if (!machine) return;
+  pthread_mutex_lock(&b->mutex);
+  if (b->jit && b->spare_count < STAX_LLVM_SPARE_MACHINES) {
+    b->spare[b->spare_count++] = machine;
+    machine = NULL;
+  }
+  pthread_mutex_unlock(&b->mutex);
+  if (machine) LLVMDisposeTargetMachine(machine);
+}
+
+/* Kernel IR -> verified, optimized module -> object code in memory, without the mutex (the
+ * module lives in a context of its own). Keeps the texts the options ask for; with a key,
+ * stores the object in the cache, so what runs is exactly what later processes load. */
+static stax_status_t compile_object(llvm_backend_t* b, const stax_kir_kernel_t* kernel,
                                     const stax_jit_compile_options_t* options,
-                                    stax_allocator_t allocator, stax_jit_code_t* code) {
-  char symbol[96];
+                                    stax_allocator_t allocator, const char* symbol,
+                                    const char* key, const char* dir, stax_jit_code_t* code,
+                                    LLVMMemoryBufferRef* out_object) {
   bool keep_ir = options && options->keep_llvm_ir;
   bool keep_asm = options && options->keep_assembly;
+  double start = now_ms();
+  LLVMOrcThreadSafeContextRef thread_context = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef context = LLVMOrcThreadSafeContextGetContext(thread_context);
+  LLVMModuleRef module = NULL;
+  LLVMTargetMachineRef machine = machine_take(b);
+  stax_status_t status = machine ? STAX_OK
+                                 : stax_status_make(STAX_INTERNAL,
+                                                    "LLVM could not create a target machine");
+  if (status == STAX_OK) status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
+  double emitted = now_ms(), optimized = emitted;
+  if (status != STAX_OK) goto done;
+  LLVMSetTarget(module, b->jit_triple);
+  LLVMSetDataLayout(module, b->data_layout);
+
+  char* message = NULL;
+  if (LLVMVerifyModule(module, LLVMReturnStatusAction, &message)) {
+    status = stax_status_make(STAX_INTERNAL, "LLVM IR of kernel '%s' does not verify: %s",
+                              kernel->name, message ? message : "");
+    LLVMDisposeMessage(message);
+    goto done;
+  }
+  LLVMDisposeMessage(message);
+  if (keep_ir) {
+    status = copy_llvm_string(allocator, LLVMPrintModuleToString(module), &code->llvm_ir);
+    if (status != STAX_OK) goto done;
+  }
+  LLVMPassBuilderOptionsRef pass_options = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef error = LLVMRunPasses(module, pipeline(kernel), machine, pass_options);
+  LLVMDisposePassBuilderOptions(pass_options);
+  optimized = now_ms();
+  if (error) {
+    status = status_from_error(error, "optimization");
+    goto done;
+  }
+  if (keep_ir) {
+    status = copy_llvm_string(allocator, LLVMPrintModuleToString(module), &code->llvm_ir_optimized);
+    if (status != STAX_OK) goto done;
+  }
+  if (keep_asm) {
+    status = emit_assembly(machine, module, allocator, &code->assembly);
+    if (status != STAX_OK) goto done;
+  }
+  if (failure_requested(options)) {
+    status = stax_status_make(STAX_INTERNAL, "LLVM compile of kernel '%s' failed (injected)",
+                              kernel->name);
+    goto done;
+  }
+  message = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(machine, module, LLVMObjectFile, &message, out_object)) {
+    status = stax_status_make(STAX_INTERNAL, "LLVM code generation of kernel '%s' failed: %s",
+                              kernel->name, message ? message : "");
+    LLVMDisposeMessage(message);
+    *out_object = NULL;
+    goto done;
+  }
+  LLVMDisposeMessage(message);
+  if (key)
+    stax_jit_cache_store(dir, key, strlen(key), LLVMGetBufferStart(*out_object),
+                         LLVMGetBufferSize(*out_object));
+  STAX_LOG(JIT, "kernel '%s' as %s: IR %.2f ms, passes %.2f ms, machine code %.2f ms%s",
+           kernel->name, symbol, emitted - start, optimized - emitted, now_ms() - optimized,
+           key ? " (stored in the object cache)" : "");
+done:
+  if (module) LLVMDisposeModule(module);
+  LLVMOrcDisposeThreadSafeContext(thread_context);
+  machine_give(b, machine);
+  return status;
+}
+
+/* Links `object` (consumed) into the JIT under a new resource tracker and looks up the stage
+ * symbols (when the linker resolves and places the code). Under the mutex. */
+static stax_status_t link_locked(llvm_backend_t* b, const stax_kir_kernel_t* kernel,
+                                 const char* symbol, LLVMMemoryBufferRef object,
+                                 stax_jit_code_t* code) {
+  if (!b->jit) {
+    LLVMDisposeMemoryBuffer(object);
+    return stax_status_make(STAX_INTERNAL, "the LLVM JIT was shut down");
+  }
+  LLVMOrcResourceTrackerRef tracker =
+      LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(b->jit));
+  LLVMErrorRef error = LLVMOrcLLJITAddObjectFileWithRT(b->jit, tracker, object);
+  stax_status_t status = error ? status_from_error(error, "adding the object") : STAX_OK;
+  for (int32_t s = 0; s < kernel->stage_count && status == STAX_OK; s++) {
+    char name[128];
+    snprintf(name, sizeof(name), "%s_stage%d", symbol, (int)s);
+    LLVMOrcExecutorAddress address = 0;
+    error = LLVMOrcLLJITLookup(b->jit, &address, name);
+    if (error) {
+      status = status_from_error(error, "machine code generation");
+    } else {
+      /* The only way from an executor address to a callable pointer. */
+      code->stages[s] = (stax_jit_stage_fn)(uintptr_t)address;
+    }
+  }
+  if (status != STAX_OK) {
+    LLVMErrorRef remove_error = LLVMOrcResourceTrackerRemove(tracker);
+    if (remove_error) LLVMConsumeError(remove_error);
+    LLVMOrcReleaseResourceTracker(tracker);
+    return status;
+  }
+  code->handle = tracker;
+  return STAX_OK;
+}
+
+static stax_status_t llvm_compile(void* self, const stax_kir_kernel_t* kernel,
+                                  const stax_jit_compile_options_t* options,
+                                  stax_allocator_t allocator, stax_jit_code_t* code) {
+  llvm_backend_t* b = self;
+  memset(code, 0, sizeof(*code));
   /* With the object cache, the symbols are named by the key (the same in every process that
    * loads the object); without it, or while another copy of this kernel is live, by a
    * serial number. */
@@ -345,174 +491,76 @@ static stax_status_t compile_locked(llvm_backend_t* b, const stax_kir_kernel_t* 
   char* key = failure_requested(options) ? NULL : cache_key(b, kernel, options, dir, sizeof(dir));
   size_t key_size = key ? strlen(key) : 0;
   uint64_t key_hash = key ? stax_jit_cache_key_hash(key, key_size) : 0;
-  if (key && (key_hash == 0 || live_key_find(b, key_hash, NULL) || !live_key_add(b, key_hash))) {
+  pthread_mutex_lock(&b->mutex);
+  bool alive = b->jit != NULL;
+  if (key && (!alive || key_hash == 0 || live_key_find(b, key_hash, NULL) ||
+              !live_key_add(b, key_hash))) {
     stax_jit_text_free_string(stax_allocator_system(), key);
     key = NULL;
   }
+  pthread_mutex_unlock(&b->mutex);
+  if (!alive) return stax_status_make(STAX_INTERNAL, "the LLVM JIT was shut down");
+  char symbol[96];
   if (key) {
     snprintf(symbol, sizeof(symbol), "stax_c%016llx", (unsigned long long)key_hash);
   } else {
     unsigned long long serial = (unsigned long long)atomic_fetch_add(&b->next_symbol, 1);
     snprintf(symbol, sizeof(symbol), "stax_k%llu", serial);
   }
+  stax_status_t status = stax_allocator_calloc(allocator, (size_t)kernel->stage_count + 1,
+                                               sizeof(stax_jit_stage_fn), (void**)&code->stages);
+  if (status != STAX_OK) goto fail;
+  code->stage_count = kernel->stage_count;
 
-  LLVMOrcThreadSafeContextRef thread_context = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef context = LLVMOrcThreadSafeContextGetContext(thread_context);
-  LLVMModuleRef module = NULL;
-  LLVMOrcResourceTrackerRef tracker = NULL;
-  LLVMErrorRef error = NULL;
-  double start = now_ms(), emitted = start, optimized = start;
-  stax_status_t status = STAX_OK;
+  double start = now_ms();
   void* cached = NULL;
   size_t cached_size = 0;
   if (key && stax_jit_cache_load(dir, key, key_size, &cached, &cached_size)) {
-    tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(b->jit));
-    LLVMMemoryBufferRef object = LLVMCreateMemoryBufferWithMemoryRangeCopy(cached, cached_size, symbol);
+    LLVMMemoryBufferRef object =
+        LLVMCreateMemoryBufferWithMemoryRangeCopy(cached, cached_size, symbol);
     free(cached);
-    status = add_object(b, tracker, object);
+    pthread_mutex_lock(&b->mutex);
+    status = link_locked(b, kernel, symbol, object, code);
+    pthread_mutex_unlock(&b->mutex);
     if (status == STAX_OK) {
       code->from_cache = true;
-      goto link;
+      STAX_LOG(JIT, "kernel '%s' as %s: loaded from the object cache in %.2f ms", kernel->name,
+               symbol, now_ms() - start);
+      goto done;
     }
     STAX_LOG(JIT, "object cache: %s; compiling instead", stax_status_message(status));
     stax_status_free(status);
-    LLVMErrorRef remove_error = LLVMOrcResourceTrackerRemove(tracker);
-    if (remove_error) LLVMConsumeError(remove_error);
-    LLVMOrcReleaseResourceTracker(tracker);
-    tracker = NULL;
   }
   if (options && options->cache_only) {
     status = stax_status_make(STAX_FAILED_PRECONDITION, "kernel '%s' is not in the object cache",
                               kernel->name);
     goto fail;
   }
-  status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
-  emitted = now_ms();
+  LLVMMemoryBufferRef object = NULL;
+  status = compile_object(b, kernel, options, allocator, symbol, key, dir, code, &object);
   if (status != STAX_OK) goto fail;
-  LLVMSetTarget(module, LLVMOrcLLJITGetTripleString(b->jit));
-  LLVMSetDataLayout(module, LLVMOrcLLJITGetDataLayoutStr(b->jit));
-
-  char* message = NULL;
-  if (LLVMVerifyModule(module, LLVMReturnStatusAction, &message)) {
-    status = stax_status_make(STAX_INTERNAL, "LLVM IR of kernel '%s' does not verify: %s",
-                              kernel->name, message ? message : "");
-    LLVMDisposeMessage(message);
-    goto fail;
-  }
-  LLVMDisposeMessage(message);
-  if (keep_ir) {
-    status = copy_llvm_string(allocator, LLVMPrintModuleToString(module), &code->llvm_ir);
-    if (status != STAX_OK) goto fail;
-  }
-  LLVMPassBuilderOptionsRef pass_options = LLVMCreatePassBuilderOptions();
-  error = LLVMRunPasses(module, pipeline(kernel), b->machine, pass_options);
-  LLVMDisposePassBuilderOptions(pass_options);
-  optimized = now_ms();
-  if (error) {
-    status = status_from_error(error, "optimization");
-    goto fail;
-  }
-  if (keep_ir) {
-    status = copy_llvm_string(allocator, LLVMPrintModuleToString(module), &code->llvm_ir_optimized);
-    if (status != STAX_OK) goto fail;
-  }
-  if (keep_asm) {
-    status = emit_assembly(b, module, allocator, &code->assembly);
-    if (status != STAX_OK) goto fail;
-  }
-  if (failure_requested(options)) {
-    status = stax_status_make(STAX_INTERNAL, "LLVM compile of kernel '%s' failed (injected)",
-                              kernel->name);
-    goto fail;
-  }
-
-  tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(b->jit));
-  if (key) {
-    /* Machine code made here, by the same target machine settings the LLJIT uses, so the
-     * object that runs is the one later processes load. */
-    char* message = NULL;
-    LLVMMemoryBufferRef object = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(b->machine, module, LLVMObjectFile, &message,
-                                            &object)) {
-      status = stax_status_make(STAX_INTERNAL, "LLVM code generation of kernel '%s' failed: %s",
-                                kernel->name, message ? message : "");
-      LLVMDisposeMessage(message);
-      goto fail;
-    }
-    LLVMDisposeMessage(message);
-    stax_jit_cache_store(dir, key, key_size, LLVMGetBufferStart(object), LLVMGetBufferSize(object));
-    status = add_object(b, tracker, object);
-    if (status != STAX_OK) goto fail;
-  } else {
-    LLVMOrcThreadSafeModuleRef thread_module =
-        LLVMOrcCreateNewThreadSafeModule(module, thread_context);
-    module = NULL; /* owned by the thread-safe module, then by the JIT */
-    error = LLVMOrcLLJITAddLLVMIRModuleWithRT(b->jit, tracker, thread_module);
-    if (error) {
-      status = status_from_error(error, "adding the module");
-      goto fail;
-    }
-  }
-link:
-  status = stax_allocator_calloc(allocator, (size_t)kernel->stage_count + 1,
-                                 sizeof(stax_jit_stage_fn), (void**)&code->stages);
+  pthread_mutex_lock(&b->mutex);
+  status = link_locked(b, kernel, symbol, object, code);
+  pthread_mutex_unlock(&b->mutex);
   if (status != STAX_OK) goto fail;
-  code->stage_count = kernel->stage_count;
-  for (int32_t s = 0; s < kernel->stage_count; s++) {
-    char name[128];
-    snprintf(name, sizeof(name), "%s_stage%d", symbol, (int)s);
-    LLVMOrcExecutorAddress address = 0;
-    error = LLVMOrcLLJITLookup(b->jit, &address, name);
-    if (error) {
-      status = status_from_error(error, "machine code generation");
-      goto fail;
-    }
-    /* The only way from an executor address to a callable pointer. */
-    code->stages[s] = (stax_jit_stage_fn)(uintptr_t)address;
-  }
-  if (module) LLVMDisposeModule(module); /* the object was made from it */
-  LLVMOrcDisposeThreadSafeContext(thread_context); /* a module added keeps its own reference */
-  code->handle = tracker;
+done:
   code->cache_key = key ? key_hash : 0;
-  if (code->from_cache) {
-    STAX_LOG(JIT, "kernel '%s' as %s: loaded from the object cache in %.2f ms", kernel->name,
-             symbol, now_ms() - start);
-  } else {
-    STAX_LOG(JIT, "kernel '%s' as %s: IR %.2f ms, passes %.2f ms, machine code %.2f ms%s",
-             kernel->name, symbol, emitted - start, optimized - emitted, now_ms() - optimized,
-             key ? " (stored in the object cache)" : "");
-  }
   stax_jit_text_free_string(stax_allocator_system(), key);
   return STAX_OK;
 
 fail:
-  if (key) live_key_remove(b, key_hash);
+  if (key) {
+    pthread_mutex_lock(&b->mutex);
+    live_key_remove(b, key_hash);
+    pthread_mutex_unlock(&b->mutex);
+  }
   stax_jit_text_free_string(stax_allocator_system(), key);
   code->from_cache = false;
-  if (module) LLVMDisposeModule(module);
-  if (tracker) {
-    LLVMErrorRef remove_error = LLVMOrcResourceTrackerRemove(tracker);
-    if (remove_error) LLVMConsumeError(remove_error);
-    LLVMOrcReleaseResourceTracker(tracker);
-  }
-  LLVMOrcDisposeThreadSafeContext(thread_context);
   free_code_texts(code, allocator);
   stax_allocator_free(allocator, code->stages,
                       ((size_t)kernel->stage_count + 1) * sizeof(stax_jit_stage_fn));
   code->stages = NULL;
   code->stage_count = 0;
-  return status;
-}
-
-static stax_status_t llvm_compile(void* self, const stax_kir_kernel_t* kernel,
-                                  const stax_jit_compile_options_t* options,
-                                  stax_allocator_t allocator, stax_jit_code_t* out_code) {
-  llvm_backend_t* b = self;
-  memset(out_code, 0, sizeof(*out_code));
-  pthread_mutex_lock(&b->mutex);
-  stax_status_t status = b->jit ? compile_locked(b, kernel, options, allocator, out_code)
-                                : stax_status_make(STAX_INTERNAL, "the LLVM JIT was shut down");
-  pthread_mutex_unlock(&b->mutex);
   return status;
 }
 

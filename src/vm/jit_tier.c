@@ -10,6 +10,7 @@
  * leaves the registers exactly as interpreting the segment would, except that values
  * internal to one group are never materialized. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +317,8 @@ static void jit_desc_free(jit_desc* descs, int32_t count) {
 
 static void jit_job_free(jit_job* job) {
   stax_vm_trace_release(job->trace);
+  stax_status_free(job->failure);
+  free(job->order);
   jit_desc_free(job->descs, job->group_count);
   free(job->sig);
   free(job);
@@ -365,7 +368,7 @@ void stax_vm_jit_cache_destroy(stax_program_t* program) {
   cache->stop = true;
   pthread_cond_broadcast(&cache->work);
   pthread_mutex_unlock(&cache->lock);
-  if (cache->thread_started) pthread_join(cache->thread, NULL);
+  for (int32_t t = 0; t < cache->thread_count; t++) pthread_join(cache->threads[t], NULL);
   while (cache->head) {
     jit_job* job = cache->head;
     cache->head = job->next;
@@ -830,7 +833,65 @@ static void jit_note_refused(jit_plan* plan, const jit_desc* descs, int32_t coun
     }
 }
 
-/* Compiles every group of a version (sync mode); on any failure nothing is kept.
+static void jit_group_order(const jit_desc* descs, int32_t count, int32_t* order);
+
+/* A sync-mode compile shared by the threads of the calling context's pool: each claims the
+ * next group (largest first) until none is left or one failed. Progress is reported by the
+ * calling thread only (stax_progress_fn's contract), as its own groups finish. */
+typedef struct jit_sync_compile {
+  stax_context_t* ctx;
+  pthread_t caller;
+  int32_t s;
+  bool generic, keep_texts, cache_only;
+  const char* cache_dir;
+  stax_jit_backend_t* backend;
+  const jit_desc* descs;
+  int32_t count;
+  const int32_t* order;
+  stax_jit_kernel_t** kernels;
+  stax_status_t* statuses; /* per group */
+  stax_vm_trace_t* group_trace;
+  stax_progress_fn progress;
+  stax_progress_t* report;
+  double start;
+  atomic_int next, done;
+  atomic_bool failed;
+} jit_sync_compile;
+
+static void jit_sync_worker(void* arg, int64_t begin, int64_t end) {
+  (void)begin;
+  (void)end;
+  jit_sync_compile* c = arg;
+  bool caller = pthread_equal(pthread_self(), c->caller);
+  bool named = caller;
+  for (;;) {
+    int32_t i = atomic_fetch_add(&c->next, 1);
+    if (i >= c->count || atomic_load(&c->failed)) return;
+    int32_t g = c->order ? c->order[i] : i;
+    if (c->group_trace && !named) {
+      stax_vm_trace_name_thread(c->group_trace, stax_vm_trace_thread_id(),
+                                "stax pool (sync compile)");
+      named = true;
+    }
+    uint64_t group_start = c->group_trace ? stax_vm_trace_now() : 0;
+    c->statuses[g] = jit_compile_group(c->backend, c->descs, c->count, g, c->keep_texts,
+                                       c->cache_only, c->cache_dir, &c->kernels[g]);
+    if (c->statuses[g]) atomic_store(&c->failed, true);
+    if (!jit_group_compiles(c->descs, c->count, g)) continue;
+    jit_trace_compile(c->group_trace, c->s, g, c->descs, c->count, c->generic, group_start,
+                      jit_compile_outcome(c->statuses[g], c->kernels[g], c->cache_only));
+    int32_t done = atomic_fetch_add(&c->done, 1) + 1;
+    if (caller && c->progress) {
+      c->report->kind = STAX_PROGRESS_COMPILE_KERNEL;
+      c->report->done = done;
+      c->report->elapsed_ms = jit_now_ms() - c->start;
+      c->progress(c->ctx->options.progress_data, c->report);
+    }
+  }
+}
+
+/* Compiles every group of a version (sync mode) on the calling context's pool (the call
+ * waits for it, so its threads are idle); on any failure nothing is kept.
  * cache_only: load every kernel from the object cache or fail (FAILED_PRECONDITION) having
  * compiled nothing. ctx (the calling context) gets progress reports and trace events. */
 static stax_status_t jit_compile(stax_context_t* ctx, int32_t s, bool generic,
@@ -840,8 +901,6 @@ static stax_status_t jit_compile(stax_context_t* ctx, int32_t s, bool generic,
   double start = jit_now_ms();
   stax_vm_trace_t* trace = ctx->tracing ? ctx->trace : NULL;
   uint64_t trace_start = trace ? stax_vm_trace_now() : 0;
-  /* A load from the object cache is one event, after it succeeded (a miss compiles later). */
-  stax_vm_trace_t* group_trace = cache_only ? NULL : trace;
   /* Loads from the object cache take tenths of a millisecond: nothing to report. */
   stax_progress_fn progress = cache_only ? NULL : ctx->options.progress;
   stax_progress_t report = {.kind = STAX_PROGRESS_COMPILE_BEGIN,
@@ -851,22 +910,54 @@ static stax_status_t jit_compile(stax_context_t* ctx, int32_t s, bool generic,
   if (progress) progress(ctx->options.progress_data, &report);
   stax_jit_backend_t* backend = NULL;
   stax_status_t status = stax_jit_backend_get(&backend);
-  int32_t compiled = 0;
-  for (int32_t g = 0; g < count && !status; g++) {
-    uint64_t group_start = group_trace ? stax_vm_trace_now() : 0;
-    status = jit_compile_group(backend, descs, count, g, keep_texts, cache_only, cache_dir,
-                               &kernels[g]);
-    if (!status && kernels[g]) compiled++;
-    if (!jit_group_compiles(descs, count, g)) continue;
-    jit_trace_compile(group_trace, s, g, descs, count, generic, group_start,
-                      jit_compile_outcome(status, kernels[g], cache_only));
-    report.kind = STAX_PROGRESS_COMPILE_KERNEL;
-    report.done++;
-    report.elapsed_ms = jit_now_ms() - start;
-    if (progress) progress(ctx->options.progress_data, &report);
+  int32_t* order = status ? NULL : calloc((size_t)count + 1, sizeof(int32_t));
+  stax_status_t* statuses = status ? NULL : calloc((size_t)count + 1, sizeof(stax_status_t));
+  if (!status && (!order || !statuses))
+    status = stax_status_make(STAX_OUT_OF_MEMORY, "jit: compile of segment %d", s);
+  if (!status) {
+    jit_group_order(descs, count, order);
+    jit_sync_compile c = {.ctx = ctx,
+                          .caller = pthread_self(),
+                          .s = s,
+                          .generic = generic,
+                          .keep_texts = keep_texts,
+                          .cache_only = cache_only,
+                          .cache_dir = cache_dir,
+                          .backend = backend,
+                          .descs = descs,
+                          .count = count,
+                          /* Loads from the object cache: in group order (no work to share). */
+                          .order = cache_only ? NULL : order,
+                          .kernels = kernels,
+                          .statuses = statuses,
+                          /* A load from the object cache is one event, after it succeeded
+                           * (a miss compiles later). */
+                          .group_trace = cache_only ? NULL : trace,
+                          .progress = progress,
+                          .report = &report,
+                          .start = start};
+    int32_t threads = cache_only ? 1 : stax_threadpool_thread_count(ctx->pool);
+    if (threads > count) threads = count;
+    if (threads > 1) {
+      stax_parallel_for(ctx->pool, threads, 1, jit_sync_worker, &c);
+    } else {
+      jit_sync_worker(&c, 0, 1);
+    }
+    report.done = atomic_load(&c.done);
+    int32_t compiled = 0;
+    for (int32_t g = 0; g < count; g++) {
+      if (statuses[g] && !status) {
+        status = statuses[g];
+      } else {
+        stax_status_free(statuses[g]);
+      }
+      if (kernels[g]) compiled++;
+    }
+    if (!status && compiled == 0)
+      status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
   }
-  if (!status && compiled == 0)
-    status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
+  free(order);
+  free(statuses);
   if (status) {
     for (int32_t g = 0; g < count; g++)
       if (kernels[g]) stax_jit_kernel_release(kernels[g]);
@@ -1007,83 +1098,129 @@ static void jit_set_priority(int* current, bool generic) {
   }
 }
 
+/* Takes a job off the queue (it is the head: groups are claimed from the head only); from
+ * then on it counts as busy until it closes. Under the lock. */
+static void jit_job_dequeue(jit_cache* cache, jit_job* job) {
+  if (job->queued_out) return;
+  cache->head = job->next;
+  if (!cache->head) cache->tail = NULL;
+  job->queued_out = true;
+  cache->busy++;
+}
+
+/* Closes a job none of whose groups is claimable or running any more: records its outcome
+ * in the version and the statistics, and frees it. Under the lock. */
+static void jit_job_close(jit_cache* cache, jit_job* job) {
+  stax_status_t status = job->failure;
+  job->failure = STAX_OK;
+  if (status && job->compiled > 0) {
+    /* A kernel landed after the first failure (another thread's group): keep what landed. */
+    STAX_LOG(JIT, "segment %d: a group interpreted: %s", job->segment, stax_status_message(status));
+    stax_status_free(status);
+    status = STAX_OK;
+  }
+  if (!status && !job->gone && job->compiled == 0)
+    status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
+  double ms = jit_now_ms() - job->start_ms;
+  jit_trace_compile(job->trace, job->segment, -1, job->descs, job->group_count, job->generic,
+                    job->trace_start, status ? "failed" : "compiled");
+  jit_segment* seg = &cache->segments[job->segment];
+  if (status) {
+    jit_finish(cache, job->segment, job->hash, job->sig, job->sig_count, NULL, status, ms,
+               cache->max_versions);
+  } else {
+    seg->stats.compile_ms += ms;
+    jit_version* done = jit_version_find(seg, job->hash, job->sig, job->sig_count);
+    jit_count_compile_ms(seg, job->generic, ms);
+    if (done) {
+      done->complete = true;
+      done->compile_ms = ms;
+    }
+    if (!job->gone) {
+      seg->stats.compiles++;
+      STAX_LOG(JIT, "segment %d: compiled (%d group(s)) in %.2f ms", job->segment,
+               seg->plan.group_count, ms);
+    }
+  }
+  cache->busy--;
+  jit_note_refused(&seg->plan, job->descs, job->group_count);
+  jit_job_free(job);
+  if (!cache->head && !cache->busy) pthread_cond_broadcast(&cache->idle);
+}
+
+/* A compiler thread: claims the next group of the queue's first job, compiles it without the
+ * lock, publishes it (it goes live at once), and closes the job after its last group. With
+ * several threads (jit_compiler_threads) a version's groups compile at once, largest first;
+ * with one, in that order one after another. */
 static void* jit_thread_main(void* arg) {
   jit_cache* cache = arg;
   int priority = 0;
+  bool named = false;
   pthread_mutex_lock(&cache->lock);
   for (;;) {
     while (!cache->head && !cache->stop) pthread_cond_wait(&cache->work, &cache->lock);
     if (cache->stop) break;
     jit_job* job = cache->head;
-    cache->head = job->next;
-    if (!cache->head) cache->tail = NULL;
-    cache->busy++;
+    if (!job->order && !job->dead) {
+      job->start_ms = jit_now_ms();
+      job->trace_start = job->trace ? stax_vm_trace_now() : 0;
+      job->order = calloc((size_t)job->group_count + 1, sizeof(int32_t));
+      if (job->order) {
+        jit_group_order(job->descs, job->group_count, job->order);
+      } else {
+        job->failure = stax_status_make(STAX_OUT_OF_MEMORY, "jit: group order");
+        job->dead = true;
+      }
+    }
+    if (job->dead || job->claimed >= job->group_count) {
+      jit_job_dequeue(cache, job);
+      if (job->running == 0) jit_job_close(cache, job);
+      continue;
+    }
+    int32_t g = job->order[job->claimed++];
+    job->running++;
+    if (job->claimed == job->group_count) jit_job_dequeue(cache, job);
     bool keep_texts = cache->keep_texts; /* read under the lock; stax source / k.source */
     char dir_buffer[STAX_VM_JIT_CACHE_DIR_MAX];
     const char* cache_dir = jit_cache_dir_copy(cache, dir_buffer);
     pthread_mutex_unlock(&cache->lock);
+
     jit_set_priority(&priority, job->generic);
-    double start = jit_now_ms();
-    uint64_t trace_start = job->trace ? stax_vm_trace_now() : 0;
-    if (job->trace)
+    if (job->trace && !named) {
       stax_vm_trace_name_thread(job->trace, stax_vm_trace_thread_id(), "stax jit compiler");
+      named = true;
+    }
     stax_jit_backend_t* backend = NULL;
     stax_status_t status = stax_jit_backend_get(&backend);
-    int32_t compiled = 0;
-    bool alive = true;
-    int32_t* order = calloc((size_t)job->group_count + 1, sizeof(int32_t));
-    if (!order && !status) status = stax_status_make(STAX_OUT_OF_MEMORY, "jit: group order");
-    if (order) jit_group_order(job->descs, job->group_count, order);
-    for (int32_t i = 0; i < job->group_count && !status && alive; i++) {
-      int32_t g = order[i];
-      stax_jit_kernel_t* kernel = NULL;
-      uint64_t group_start = job->trace ? stax_vm_trace_now() : 0;
+    stax_jit_kernel_t* kernel = NULL;
+    uint64_t group_start = job->trace ? stax_vm_trace_now() : 0;
+    if (!status)
       status = jit_compile_group(backend, job->descs, job->group_count, g, keep_texts, false,
                                  cache_dir, &kernel);
-      if (jit_group_compiles(job->descs, job->group_count, g))
-        jit_trace_compile(job->trace, job->segment, g, job->descs, job->group_count,
-                          job->generic, group_start, jit_compile_outcome(status, kernel, false));
-      if (status && compiled > 0) {
+    if (jit_group_compiles(job->descs, job->group_count, g))
+      jit_trace_compile(job->trace, job->segment, g, job->descs, job->group_count, job->generic,
+                        group_start, jit_compile_outcome(status, kernel, false));
+
+    pthread_mutex_lock(&cache->lock);
+    job->running--;
+    if (status) {
+      if (job->compiled > 0 || job->failure) {
         /* Later groups failing keeps what landed: this one is interpreted. */
         STAX_LOG(JIT, "group %s interpreted: %s", job->descs[g].name, stax_status_message(status));
         stax_status_free(status);
-        status = STAX_OK;
+      } else {
+        job->failure = status; /* the version fails unless another group lands */
+        job->dead = true;
       }
-      if (status) break;
-      pthread_mutex_lock(&cache->lock);
-      alive = jit_publish(cache, job, g, kernel);
-      pthread_mutex_unlock(&cache->lock);
-      if (alive && kernel) compiled++;
+    } else if (job->gone) {
+      if (kernel) stax_jit_kernel_release(kernel);
+    } else if (!jit_publish(cache, job, g, kernel)) {
+      job->gone = job->dead = true; /* jit_publish released the kernel */
+    } else if (kernel) {
+      job->compiled++;
     }
-    free(order);
-    if (!status && alive && compiled == 0)
-      status = stax_status_make(STAX_UNIMPLEMENTED, "no group of the segment is fusible");
-    double ms = jit_now_ms() - start;
-    jit_trace_compile(job->trace, job->segment, -1, job->descs, job->group_count, job->generic,
-                      trace_start, status ? "failed" : "compiled");
-    pthread_mutex_lock(&cache->lock);
-    jit_segment* seg = &cache->segments[job->segment];
-    if (status) {
-      jit_finish(cache, job->segment, job->hash, job->sig, job->sig_count, NULL, status, ms,
-                 cache->max_versions);
-    } else {
-      seg->stats.compile_ms += ms;
-      jit_version* done = jit_version_find(seg, job->hash, job->sig, job->sig_count);
-      jit_count_compile_ms(seg, job->generic, ms);
-      if (done) {
-        done->complete = true;
-        done->compile_ms = ms;
-      }
-      if (alive) {
-        seg->stats.compiles++;
-        STAX_LOG(JIT, "segment %d: compiled (%d group(s)) in %.2f ms", job->segment,
-                 seg->plan.group_count, ms);
-      }
-    }
-    cache->busy--;
-    jit_note_refused(&seg->plan, job->descs, job->group_count);
-    jit_job_free(job);
-    if (!cache->head && !cache->busy) pthread_cond_broadcast(&cache->idle);
+    if (job->dead) jit_job_dequeue(cache, job);
+    if (job->queued_out && job->running == 0) jit_job_close(cache, job);
   }
   pthread_mutex_unlock(&cache->lock);
   return NULL;
@@ -1103,7 +1240,7 @@ void stax_program_jit_drain(const stax_program_t* program) {
   jit_cache* cache = program ? atomic_load(&((stax_program_t*)program)->jit_cache) : NULL;
   if (!cache) return;
   pthread_mutex_lock(&cache->lock);
-  while ((cache->head || cache->busy) && cache->thread_started)
+  while ((cache->head || cache->busy) && cache->thread_count > 0)
     pthread_cond_wait(&cache->idle, &cache->lock);
   pthread_mutex_unlock(&cache->lock);
 }
@@ -1197,6 +1334,7 @@ static bool jit_request_from_cache(stax_context_t* ctx, jit_cache* cache, int32_
                                    jit_version* ver, jit_desc* descs) {
   int32_t group_count = cache->segments[s].plan.group_count, sig_count = ver->sig_count;
   uint64_t hash = ver->hash;
+  bool generic = ver->generic; /* ver may move once the lock is let go */
   int64_t* sig = malloc((size_t)(sig_count ? sig_count : 1) * sizeof(int64_t));
   stax_jit_kernel_t** kernels = calloc((size_t)group_count, sizeof(*kernels));
   if (!sig || !kernels) {
@@ -1210,7 +1348,7 @@ static bool jit_request_from_cache(stax_context_t* ctx, jit_cache* cache, int32_
   const char* cache_dir = jit_cache_dir_copy(cache, dir_buffer);
   pthread_mutex_unlock(&cache->lock);
   stax_status_t status =
-      jit_compile(ctx, s, ver->generic, descs, group_count, false, true, cache_dir, kernels, &ms);
+      jit_compile(ctx, s, generic, descs, group_count, false, true, cache_dir, kernels, &ms);
   pthread_mutex_lock(&cache->lock);
   bool loaded = status == STAX_OK;
   if (loaded) {
@@ -1225,6 +1363,23 @@ static bool jit_request_from_cache(stax_context_t* ctx, jit_cache* cache, int32_
   }
   free(sig);
   return loaded;
+}
+
+/* Compiler threads a context's background compiles want: STAX_JIT_COMPILER_THREADS when set
+ * (1 to JIT_MAX_COMPILERS), else the cores its pool leaves idle, at least one and at most 8.
+ * On 2 cores with a 2-thread pool that is the one thread the JIT always had: a second would
+ * take a core from the calls; with 16 cores and 4 call threads a version's groups compile on
+ * 8 at once (docs/jit.md, "Compile latency"). */
+static int32_t jit_compiler_threads(const stax_context_t* ctx) {
+  const char* env = getenv("STAX_JIT_COMPILER_THREADS");
+  if (env && env[0]) {
+    char* end = NULL;
+    long n = strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= JIT_MAX_COMPILERS) return (int32_t)n;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long idle = cores - (long)stax_threadpool_thread_count(ctx->pool);
+  return idle < 1 ? 1 : idle > 8 ? 8 : (int32_t)idle;
 }
 
 /* Asks for a compile of (segment, signature): inline in sync mode, queued otherwise. A
@@ -1313,18 +1468,23 @@ static void jit_request(stax_context_t* ctx, jit_cache* cache, int32_t s, jit_ve
   if (cache->tail) cache->tail->next = job;
   else cache->head = job;
   cache->tail = job;
-  if (!cache->thread_started) {
-    if (pthread_create(&cache->thread, NULL, jit_thread_main, cache) == 0) {
-      cache->thread_started = true;
-    } else {
-      /* No thread: drop the queue; those signatures stay interpreted. */
-      cache->head = cache->tail = NULL;
-      ver->state = VERSION_FAILED;
-      jit_job_free(job);
-      return;
-    }
+  int32_t want = jit_compiler_threads(ctx);
+  if (want > cache->thread_want) cache->thread_want = want;
+  /* Threads start as work needs them: up to the wanted count, and no more than this job's
+   * groups beyond the ones already started. */
+  int32_t target = cache->thread_want < job->group_count ? cache->thread_want : job->group_count;
+  if (target < 1) target = 1;
+  while (cache->thread_count < target &&
+         pthread_create(&cache->threads[cache->thread_count], NULL, jit_thread_main, cache) == 0)
+    cache->thread_count++;
+  if (cache->thread_count == 0) {
+    /* No thread: drop the queue; those signatures stay interpreted. */
+    cache->head = cache->tail = NULL;
+    ver->state = VERSION_FAILED;
+    jit_job_free(job);
+    return;
   }
-  pthread_cond_signal(&cache->work);
+  pthread_cond_broadcast(&cache->work);
 }
 
 /* One non-control instruction of a segment, with interpreter semantics. */

@@ -157,7 +157,23 @@ typedef struct jit_job {
   /* The requesting context's trace while it was recording (retained), or NULL: the
    * compiler thread adds its compile events there. */
   struct stax_vm_trace_s* trace;
+  /* Compiler threads claim the job's groups one at a time, in `order` (largest first), until
+   * none is left or the job is dead (its version went away, or its first kernel failed);
+   * the thread that finishes the last running group closes the job. Under the cache lock. */
+  int32_t* order;
+  int32_t claimed;  /* groups claimed so far: order[claimed] is the next */
+  int32_t running;  /* groups being compiled now */
+  int32_t compiled; /* kernels published */
+  bool dead;       /* no more claims */
+  bool gone;       /* its version went away (or the program is stopping) */
+  bool queued_out; /* taken off the queue (counted in busy) */
+  stax_status_t failure; /* the first failure while nothing had compiled */
+  double start_ms;
+  uint64_t trace_start;
 } jit_job;
+
+/* Compiler threads per program at most (STAX_JIT_COMPILER_THREADS up to this). */
+#define JIT_MAX_COMPILERS 16
 
 enum { STAX_VM_JIT_CACHE_DIR_MAX = 1024 };
 
@@ -170,16 +186,19 @@ typedef struct stax_vm_jit_cache_s {
   uint64_t clock; /* LRU time: one tick per lookup */
   int32_t max_ext; /* largest ext_count analysed so far (sizes frames lazily) */
   int32_t max_versions; /* the cap of the latest requester (background jobs use it) */
-  bool thread_started, stop;
+  bool stop;
+  /* Compiler threads started and wanted: as many as the cores the requesting contexts leave
+   * idle (at least one), or STAX_JIT_COMPILER_THREADS (jit_compiler_threads). */
+  int32_t thread_count, thread_want;
   bool keep_texts; /* `stax source`: compiles keep LLVM IR and assembly */
   /* The object cache folder the program's compiles use (stax_program_jit_set_cache_dir):
    * unset, the environment's; set and empty, none. */
   bool cache_dir_set;
   char cache_dir[STAX_VM_JIT_CACHE_DIR_MAX];
-  int32_t busy;
+  int32_t busy; /* jobs taken off the queue and not yet closed */
   /* Calls (stax_context_run) by how they ran: every lowerable group a kernel, some, none. */
   uint64_t calls_compiled, calls_partial, calls_interpreted;
-  pthread_t thread;
+  pthread_t threads[JIT_MAX_COMPILERS];
   jit_job* head;
   jit_job* tail;
 } jit_cache;
