@@ -93,6 +93,10 @@ static bool is_float(stax_dtype_t dtype) {
          dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
 }
 
+static bool is_half(stax_dtype_t dtype) {
+  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
+}
+
 static LLVMValueRef i64_constant(codegen_t* cg, int64_t value) {
   return LLVMConstInt(cg->em.i64, (unsigned long long)value, 1);
 }
@@ -296,6 +300,27 @@ static LLVMValueRef emit_unary_op(codegen_t* cg, stax_kir_unary_op_t op, stax_dt
   return x;
 }
 
+/* float64 -> float32 rounded to odd (truncated, the lowest bit set when anything was
+ * dropped), half.c's first step of a double's narrowing to 16 bits: the nearest float,
+ * stepped back toward zero when it overshot, then or 1 when inexact. NaN passes. */
+static LLVMValueRef f64_to_f32_round_to_odd(codegen_t* cg, LLVMValueRef x) {
+  LLVMBuilderRef b = cg->em.builder;
+  int32_t lanes = stax_llvm_lanes(x);
+  LLVMTypeRef f32 = stax_llvm_vector_type(cg->em.f32, lanes);
+  LLVMTypeRef i32 = stax_llvm_vector_type(cg->em.i32, lanes);
+  LLVMValueRef nearest = LLVMBuildFPTrunc(b, x, f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(b, nearest, LLVMTypeOf(x), "");
+  LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, x, "");
+  LLVMValueRef overshot = LLVMBuildICmp(
+      b, LLVMIntEQ, LLVMBuildFCmp(b, LLVMRealOGT, back, x, ""),
+      LLVMBuildFCmp(b, LLVMRealOGT, x, stax_llvm_const_float(&cg->em, LLVMTypeOf(x), 0), ""), "");
+  LLVMValueRef bits = LLVMBuildBitCast(b, nearest, i32, "");
+  LLVMValueRef stepped = LLVMBuildSelect(
+      b, overshot, LLVMBuildSub(b, bits, stax_llvm_const_int(&cg->em, i32, 1), ""), bits, "");
+  LLVMValueRef odd = LLVMBuildOr(b, stepped, stax_llvm_const_int(&cg->em, i32, 1), "");
+  return LLVMBuildBitCast(b, LLVMBuildSelect(b, inexact, odd, bits, ""), f32, "");
+}
+
 static LLVMValueRef emit_cast(codegen_t* cg, stax_dtype_t from, stax_dtype_t to, LLVMValueRef x) {
   LLVMBuilderRef builder = cg->em.builder;
   int32_t lanes = stax_llvm_lanes(x);
@@ -307,13 +332,27 @@ static LLVMValueRef emit_cast(codegen_t* cg, stax_dtype_t from, stax_dtype_t to,
     return LLVMBuildICmp(builder, LLVMIntNE, x, LLVMConstNull(LLVMTypeOf(x)), "");
   }
   bool from_unsigned = stax_dtype_is_unsigned_int(from) || from == STAX_DTYPE_BOOL;
+  /* 16-bit floats go through float32 in integer IR (llvm_half.c): no F16C, AVX512-BF16 or
+   * compiler-rt needed, and the runtime's bits on every ISA level. */
+  if (is_half(from)) {
+    x = stax_llvm_half_to_f32(&cg->em, x, from == STAX_DTYPE_BFLOAT16);
+    if (to == STAX_DTYPE_FLOAT32) return x;
+    return emit_cast(cg, STAX_DTYPE_FLOAT32, to, x);
+  }
+  if (is_half(to)) {
+    /* float64 narrows through float32 rounded to odd, as the runtime does, so that the
+     * second rounding finds the nearest value. */
+    if (from == STAX_DTYPE_FLOAT64) {
+      x = f64_to_f32_round_to_odd(cg, x);
+    } else if (from != STAX_DTYPE_FLOAT32) {
+      x = emit_cast(cg, from, STAX_DTYPE_FLOAT32, x);
+    }
+    return stax_llvm_f32_to_half(&cg->em, x, to == STAX_DTYPE_BFLOAT16);
+  }
   if (is_float(from) && is_float(to)) {
     size_t from_size = stax_dtype_size(from), to_size = stax_dtype_size(to);
     if (from_size < to_size) return LLVMBuildFPExt(builder, x, target, "");
-    if (from_size > to_size) return LLVMBuildFPTrunc(builder, x, target, "");
-    /* float16 <-> bfloat16: through float32. */
-    LLVMValueRef wide = LLVMBuildFPExt(builder, x, stax_llvm_vector_type(cg->em.f32, lanes), "");
-    return LLVMBuildFPTrunc(builder, wide, target, "");
+    return LLVMBuildFPTrunc(builder, x, target, "");
   }
   if (!is_float(from) && is_float(to))
     return from_unsigned ? LLVMBuildUIToFP(builder, x, target, "")
@@ -427,8 +466,16 @@ static LLVMValueRef emit_expr_uncached(codegen_t* cg, const stax_kir_expr_t* e) 
       if (e->kind == STAX_KIR_SELECT) return LLVMBuildSelect(em->builder, v[0], v[1], v[2], "");
       return stax_llvm_intrinsic(em, "llvm.fmuladd", LLVMTypeOf(v[0]), v, 3);
     }
-    case STAX_KIR_CAST:
-      return emit_cast(cg, e->operands[0]->dtype, e->dtype, emit_expr(cg, e->operands[0]));
+    case STAX_KIR_CAST: {
+      const stax_kir_expr_t* inner = e->operands[0];
+      /* float32 -> 16 bits -> float32 (the lowering's rounding of a 16-bit value): one
+       * rounding in the float32 domain, with the same bits. */
+      if (e->dtype == STAX_DTYPE_FLOAT32 && inner->kind == STAX_KIR_CAST && is_half(inner->dtype) &&
+          inner->operands[0]->dtype == STAX_DTYPE_FLOAT32)
+        return stax_llvm_round_to_half(&cg->em, emit_expr(cg, inner->operands[0]),
+                                       inner->dtype == STAX_DTYPE_BFLOAT16);
+      return emit_cast(cg, inner->dtype, e->dtype, emit_expr(cg, inner));
+    }
   }
   codegen_fail(cg, "expression kind", NULL);
   return LLVMConstNull(value_type(cg, e->dtype));

@@ -64,6 +64,14 @@ LLVMValueRef stax_llvm_tanh_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 LLVMValueRef stax_llvm_erf_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 LLVMValueRef stax_llvm_erfc_f32(stax_llvm_emitter_t* em, LLVMValueRef x);
 
+/* float16 (bfloat false) or bfloat16 values <-> float32, scalar or vector, bit for bit
+ * src/runtime/half.c's conversions (llvm_half.c). */
+LLVMValueRef stax_llvm_half_to_f32(stax_llvm_emitter_t* em, LLVMValueRef x, bool bfloat);
+LLVMValueRef stax_llvm_f32_to_half(stax_llvm_emitter_t* em, LLVMValueRef x, bool bfloat);
+/* float32 values rounded to float16 (or bfloat16) and widened back, in one step: the bits of
+ * stax_llvm_half_to_f32(stax_llvm_f32_to_half(x)). */
+LLVMValueRef stax_llvm_round_to_half(stax_llvm_emitter_t* em, LLVMValueRef x, bool bfloat);
+
 /* Builds the module for a verified kernel: one external function per stage, named
  * "<symbol>_stage<i>", with the signature of stax_jit_stage_fn. */
 STAX_MUST_USE stax_status_t stax_llvm_emit_kernel(LLVMContextRef context,

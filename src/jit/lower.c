@@ -153,6 +153,19 @@ stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank, const int32_t
   return stax_kir_kernel_status(k);
 }
 
+static bool is_half(stax_dtype_t dtype) {
+  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
+}
+
+stax_dtype_t lower_compute_dtype(stax_dtype_t dtype) {
+  return is_half(dtype) ? STAX_DTYPE_FLOAT32 : dtype;
+}
+
+const stax_kir_expr_t* lower_round_to(lower_t* L, stax_dtype_t dtype, const stax_kir_expr_t* expr) {
+  expr = stax_kir_cast(L->kernel, dtype, expr);
+  return is_half(dtype) ? stax_kir_cast(L->kernel, STAX_DTYPE_FLOAT32, expr) : expr;
+}
+
 static const stax_kir_expr_t* constant_expr(lower_t* L, int32_t value) {
   const stax_jit_value_t* v = lower_value(L, value);
   const stax_tensor_t* constant = v->constant;
@@ -162,7 +175,7 @@ static const stax_kir_expr_t* constant_expr(lower_t* L, int32_t value) {
   if (stax_dtype_is_float(v->dtype)) {
     double x = 0;
     stax_convert_elements(v->dtype, stax_tensor_data(constant), STAX_DTYPE_FLOAT64, &x, 1);
-    return stax_kir_float(L->kernel, v->dtype, x);
+    return stax_kir_float(L->kernel, lower_compute_dtype(v->dtype), x);
   }
   int64_t x = 0;
   stax_convert_elements(v->dtype, stax_tensor_data(constant), STAX_DTYPE_INT64, &x, 1);
@@ -180,6 +193,7 @@ const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t
       int32_t space_rank = space == LOWER_ROW ? L->rank - 1 : L->rank;
       stax_kir_index_t index = lower_value_index(L, value, space_rank);
       expr = stax_kir_load(L->kernel, L->buffer[value], &index);
+      if (expr && is_half(expr->dtype)) expr = stax_kir_cast(L->kernel, STAX_DTYPE_FLOAT32, expr);
     }
   } else {
     const stax_jit_node_t* n = &L->group->nodes[node];
@@ -193,6 +207,8 @@ const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t
                            stax_status_make(STAX_INTERNAL, "value '%s' has no expression here",
                                             lower_value_name(L, value)));
     }
+    stax_dtype_t dtype = lower_value(L, value)->dtype;
+    if (expr && is_half(dtype)) expr = lower_round_to(L, dtype, expr);
   }
   L->memo[space][value] = expr;
   L->memo_stamp[space][value] = L->stamp;
@@ -202,7 +218,15 @@ const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t
 void lower_store_value(lower_t* L, stax_kir_block_t* block, int32_t value, lower_space_t space,
                        int32_t space_rank) {
   stax_kir_index_t index = lower_value_index(L, value, space_rank);
-  stax_kir_add_store(L->kernel, block, L->buffer[value], &index, lower_value_expr(L, value, space));
+  const stax_kir_expr_t* expr = lower_value_expr(L, value, space);
+  stax_dtype_t dtype = lower_value(L, value)->dtype;
+  if (expr && is_half(dtype)) {
+    /* The rounded value itself (under the widening lower_value_expr put on it). */
+    expr = expr->kind == STAX_KIR_CAST && expr->operands[0]->dtype == dtype
+               ? expr->operands[0]
+               : stax_kir_cast(L->kernel, dtype, expr);
+  }
+  stax_kir_add_store(L->kernel, block, L->buffer[value], &index, expr);
 }
 
 /* ---- checking the description ------------------------------------------------------------ */

@@ -69,8 +69,16 @@ const char* lower_value_name(const lower_t* L, int32_t value);
 const stax_jit_value_t* lower_value(const lower_t* L, int32_t value);
 /* UNIMPLEMENTED naming the group and the reason. */
 STAX_MUST_USE stax_status_t lower_refuse(const lower_t* L, const char* fmt, ...) STAX_PRINTF(2, 3);
-/* The value's expression at the current point, in the given space. */
+/* The value's expression at the current point, in the given space. float16/bfloat16 values
+ * come as float32 (the runtime computes them so): loads are widened, and each node's result
+ * is rounded to its value's 16-bit dtype and widened again, so a fused chain rounds where the
+ * interpreter does. */
 const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t space);
+/* The dtype a value's expression has: float32 for float16/bfloat16, else its own. */
+stax_dtype_t lower_compute_dtype(stax_dtype_t dtype);
+/* `expr` converted to a value of `dtype`, as an expression of its compute dtype: a cast, or
+ * for float16/bfloat16 the rounding to it and the widening back. */
+const stax_kir_expr_t* lower_round_to(lower_t* L, stax_dtype_t dtype, const stax_kir_expr_t* expr);
 /* Starts a new point (the forms changed): forgets memoized expressions. */
 void lower_new_point(lower_t* L);
 /* True when `value` broadcasts into dims[offset .. offset+count) of the iteration space. */

@@ -85,16 +85,9 @@ static stax_status_t clip_attribute(const stax_jit_node_t* node, int32_t i, bool
 stax_status_t lower_check_elementwise(const lower_t* L, const stax_jit_node_t* node) {
   stax_op_t op = node->node->op;
   const char* name = node->node->name ? node->node->name : "";
-  for (int32_t i = 0; i < node->input_count + node->output_count; i++) {
-    int32_t v = i < node->input_count ? node->inputs[i] : node->outputs[i - node->input_count];
-    if (v < 0) continue;
-    stax_dtype_t dtype = lower_value(L, v)->dtype;
-    if (dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16)
-      return lower_refuse(L, "%s node '%s': %s values are not lowered yet", stax_op_name(op), name,
-                          stax_dtype_name(dtype));
-  }
+  /* float16/bfloat16 values compute in float32 (lower_value_expr), as the runtime's. */
   int32_t x = node->inputs[0];
-  stax_dtype_t dtype = x >= 0 ? lower_value(L, x)->dtype : STAX_DTYPE_FLOAT32;
+  stax_dtype_t dtype = x >= 0 ? lower_compute_dtype(lower_value(L, x)->dtype) : STAX_DTYPE_FLOAT32;
   if (float_only(op) && !is_float_compute(dtype))
     return lower_refuse(L, "%s node '%s' on %s", stax_op_name(op), name, stax_dtype_name(dtype));
   switch (op) {
@@ -264,8 +257,16 @@ const stax_kir_expr_t* lower_elementwise_expr(lower_t* L, const stax_jit_node_t*
       stax_kir_binary_op_t fold = op == STAX_OP_Max   ? STAX_KIR_MAX
                                   : op == STAX_OP_Min ? STAX_KIR_MIN
                                                       : STAX_KIR_ADD;
+      /* 16-bit outputs accumulate in their own dtype, one rounding per input (variadic.c). */
+      stax_dtype_t out = node->outputs[0] >= 0 ? lower_value(L, node->outputs[0])->dtype
+                                               : STAX_DTYPE_FLOAT32;
+      bool round_each = lower_compute_dtype(out) != out;
       const stax_kir_expr_t* result = x;
-      for (int32_t i = 1; i < count; i++) result = bin(&b, fold, result, in[i]);
+      for (int32_t i = 1; i < count; i++) {
+        result = bin(&b, fold, result, in[i]);
+        if (round_each && (i + 1 < count || op == STAX_OP_Mean))
+          result = lower_round_to(L, out, result);
+      }
       if (op == STAX_OP_Mean) result = bin(&b, STAX_KIR_DIV, result, c(&b, count));
       return result;
     }

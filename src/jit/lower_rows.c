@@ -187,7 +187,7 @@ static stax_status_t analyze(lower_t* L, row_node_t* rows) {
       if (x->dims[x->rank - 1] != dims[rank - 1])
         return lower_refuse(L, "%s node '%s' reduces a broadcast axis",
                             stax_op_name(node->node->op), node_name(node));
-      if (x->dtype != STAX_DTYPE_FLOAT32 && x->dtype != STAX_DTYPE_FLOAT64)
+      if (lower_compute_dtype(x->dtype) != STAX_DTYPE_FLOAT32 && x->dtype != STAX_DTYPE_FLOAT64)
         return lower_refuse(L, "%s node '%s' on %s", stax_op_name(node->node->op), node_name(node),
                             stax_dtype_name(x->dtype));
     }
@@ -265,7 +265,7 @@ typedef enum transform_e {
 static int32_t reduce_pass(row_emitter_t* e, int32_t node, const char* what, row_node_t* row,
                            stax_kir_binary_op_t op, double init, transform_t transform,
                            int32_t shift_local) {
-  stax_dtype_t dtype = lower_value(e->L, row->input)->dtype;
+  stax_dtype_t dtype = lower_compute_dtype(lower_value(e->L, row->input)->dtype);
   int32_t local = new_local(e, what, node, dtype);
   scalar_point(e);
   stax_kir_add_declare(e->k, e->body, local, fc(e, dtype, init));
@@ -307,6 +307,9 @@ static int32_t softmax_exp_target(lower_t* L, const stax_jit_node_t* node, int64
   int32_t v = node->outputs[0];
   if (v < 0 || L->uses[v] != 0 || L->buffer[v] < 0 || L->space[v] == LOWER_ROW) return -1;
   if (lower_value(L, v)->role != STAX_JIT_VALUE_OUTPUT || !spans_row(L, v, length)) return -1;
+  /* A 16-bit output would round the exps before the scaling (softmax.c parks them only in
+   * float32/float64 outputs). */
+  if (lower_compute_dtype(lower_value(L, v)->dtype) != lower_value(L, v)->dtype) return -1;
   return v;
 }
 
@@ -314,7 +317,7 @@ static int32_t softmax_exp_target(lower_t* L, const stax_jit_node_t* node, int64
 static int32_t exp_sum_store_pass(row_emitter_t* e, int32_t node, row_node_t* row,
                                   int32_t target) {
   stax_kir_kernel_t* k = e->k;
-  stax_dtype_t dtype = lower_value(e->L, row->input)->dtype;
+  stax_dtype_t dtype = lower_compute_dtype(lower_value(e->L, row->input)->dtype);
   int32_t sum = new_local(e, "sum", node, dtype);
   scalar_point(e);
   stax_kir_add_declare(k, e->body, sum, fc(e, dtype, 0));
@@ -337,7 +340,7 @@ static void emit_row_node(row_emitter_t* e, int32_t n, row_node_t* row) {
   stax_kir_kernel_t* k = e->k;
   const stax_jit_node_t* node = &L->group->nodes[n];
   stax_op_t op = node->node->op;
-  stax_dtype_t dtype = lower_value(L, row->input)->dtype;
+  stax_dtype_t dtype = lower_compute_dtype(lower_value(L, row->input)->dtype);
   double length = (double)L->dims[L->rank - 1];
   switch (op) {
     case STAX_OP_Softmax:
@@ -438,15 +441,15 @@ static void emit_row_node(row_emitter_t* e, int32_t n, row_node_t* row) {
   /* Results that are plain per-row values become fixed expressions for their readers. */
   if (is_reduce(op) && node->outputs[0] >= 0) {
     int32_t out = node->outputs[0];
-    L->fixed[out] = stax_kir_cast(k, lower_value(L, out)->dtype, read(e, row->result));
+    L->fixed[out] = lower_round_to(L, lower_value(L, out)->dtype, read(e, row->result));
   }
   if (op == STAX_OP_LayerNormalization) {
     if (node->output_count > 1 && node->outputs[1] >= 0)
       L->fixed[node->outputs[1]] =
-          stax_kir_cast(k, lower_value(L, node->outputs[1])->dtype, read(e, row->result));
+          lower_round_to(L, lower_value(L, node->outputs[1])->dtype, read(e, row->result));
     if (node->output_count > 2 && node->outputs[2] >= 0)
       L->fixed[node->outputs[2]] =
-          stax_kir_cast(k, lower_value(L, node->outputs[2])->dtype, read(e, row->extra));
+          lower_round_to(L, lower_value(L, node->outputs[2])->dtype, read(e, row->extra));
   }
 }
 

@@ -16,8 +16,18 @@ static bool jit_element(const stax_tensor_t* t, int64_t i, double* out) {
   switch (t->dtype) {
     case STAX_DTYPE_FLOAT32: *out = ((const float*)data)[i]; return true;
     case STAX_DTYPE_FLOAT64: *out = ((const double*)data)[i]; return true;
+    case STAX_DTYPE_FLOAT16: *out = stax_f16_to_f32(((const uint16_t*)data)[i]); return true;
+    case STAX_DTYPE_BFLOAT16: *out = stax_bf16_to_f32(((const uint16_t*)data)[i]); return true;
     default: return false;
   }
+}
+
+/* Verify's tolerance for a dtype: the context's, but at least one unit in the last place of a
+ * 16-bit float (kernels compute those in float32 as the interpreter does, but their float32
+ * math may differ from its in the last bits, which can round the other way). */
+static double jit_tolerance(const jit_frame* frame, stax_dtype_t dtype) {
+  double ulp = dtype == STAX_DTYPE_FLOAT16 ? 0x1p-10 : dtype == STAX_DTYPE_BFLOAT16 ? 0x1p-7 : 0;
+  return frame->tolerance > ulp ? frame->tolerance : ulp;
 }
 
 /* Runs the kernels (keeping every input alive), then interprets the segment on the same
@@ -56,12 +66,13 @@ stax_status_t stax_vm_jit_verify_segment(stax_context_t* ctx, int32_t s, uint64_
     if (!want) continue; /* freed inside the segment: checked through its consumers */
     int64_t elements = stax_tensor_element_count(got);
     size_t size = stax_dtype_size(got->dtype);
+    double tolerance = jit_tolerance(frame, got->dtype);
     for (int64_t i = 0; i < elements; i++) {
       double a = 0, b = 0;
       bool mismatch;
       if (jit_element(got, i, &a) && jit_element(want, i, &b))
         /* Equal values pass first: inf - inf is NaN, which no tolerance accepts. */
-        mismatch = a != b && !(fabs(a - b) <= frame->tolerance * (1 + fabs(b))) &&
+        mismatch = a != b && !(fabs(a - b) <= tolerance * (1 + fabs(b))) &&
                    !(isnan(a) && isnan(b));
       else
         mismatch = memcmp((const char*)stax_tensor_data(got) + (size_t)i * size,
@@ -72,7 +83,7 @@ stax_status_t stax_vm_jit_verify_segment(stax_context_t* ctx, int32_t s, uint64_
             "jit verify: segment %d, signature %016llx: output '%s' element %lld differs "
             "(kernel %g, interpreter %g, tolerance %g)",
             s, (unsigned long long)hash, stax_vm_register_name(ctx->program, regs[k]),
-            (long long)i, a, b, frame->tolerance);
+            (long long)i, a, b, tolerance);
         break;
       }
     }

@@ -451,13 +451,14 @@ static void test_not_fusible_and_malformed(void) {
               STAX_UNIMPLEMENTED, "Transpose");
   CHECK_EQ_INT(stax_jit_stats().not_fusible - before.not_fusible, 1);
   tg_free(&tg);
-  /* float16 is not lowered yet. */
+  /* float16 lowers (computed in float32; test_jit_half checks the values). */
   tg_init(&tg);
   x = tg_input(&tg, "x", STAX_DTYPE_FLOAT16, 2, dims);
   t = tg_node(&tg, STAX_OP_Relu, 1, &x, STAX_DTYPE_FLOAT16, 2, dims, 0, NULL);
   tg_output(&tg, t);
-  CHECK_ERROR(stax_jit_compile_group(backend, tg_group(&tg, "half"), NULL, &kernel),
-              STAX_UNIMPLEMENTED, "float16");
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "half"), NULL, &kernel));
+  if (kernel) stax_jit_kernel_release(kernel);
+  kernel = NULL;
   tg_free(&tg);
   /* Integer division stays with the interpreter (division by zero is a status there). */
   tg_init(&tg);
