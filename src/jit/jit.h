@@ -193,6 +193,13 @@ typedef enum stax_jit_op_class_e {
   STAX_JIT_OP_CONTRACTION,
 } stax_jit_op_class_t;
 stax_jit_op_class_t stax_jit_op_class(stax_op_t op);
+/* A row kernel walks each row once per pass and recomputes its elementwise producers in every
+ * pass (lower_rows.c). For a ROW op of several passes (Softmax, LogSoftmax,
+ * LayerNormalization, ReduceLogSumExp) and a COSTLY producer (transcendental math: Exp, Erf,
+ * Gelu, Tanh...), storing the producer's result once and reading it back is cheaper, so the
+ * group former cuts there (measured in docs/jit.md, "Row kernels"). */
+bool stax_jit_op_walks_rows_repeatedly(stax_op_t op);
+bool stax_jit_op_costly(stax_op_t op);
 
 /* ---- inspection and lifetime ------------------------------------------------------------- */
 

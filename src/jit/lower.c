@@ -433,6 +433,23 @@ stax_jit_op_class_t stax_jit_op_class(stax_op_t op) {
   return STAX_JIT_OP_UNSUPPORTED;
 }
 
+bool stax_jit_op_walks_rows_repeatedly(stax_op_t op) {
+  return op == STAX_OP_Softmax || op == STAX_OP_LogSoftmax || op == STAX_OP_LayerNormalization ||
+         op == STAX_OP_ReduceLogSumExp;
+}
+
+bool stax_jit_op_costly(stax_op_t op) {
+  switch (op) {
+    case STAX_OP_Exp: case STAX_OP_Log: case STAX_OP_Tanh: case STAX_OP_Erf: case STAX_OP_Gelu:
+    case STAX_OP_Sigmoid: case STAX_OP_Softplus: case STAX_OP_Elu: case STAX_OP_Selu:
+    case STAX_OP_Celu: case STAX_OP_Pow: case STAX_OP_Sin: case STAX_OP_Cos: case STAX_OP_Tan:
+    case STAX_OP_Asin: case STAX_OP_Acos: case STAX_OP_Atan: case STAX_OP_Sinh:
+    case STAX_OP_Cosh: case STAX_OP_Asinh: case STAX_OP_Acosh: case STAX_OP_Atanh:
+      return true;
+    default: return false;
+  }
+}
+
 /* The example row count a rows-generic group is lowered at. */
 #define ROWS_EXAMPLE 4093
 

@@ -174,11 +174,15 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
    * work has its own iteration space (other row length, other shape), which one kernel
    * cannot hold. */
   int32_t group = -1, group_start = 0;
-  bool has_contraction = false, previous_alone = false;
+  bool has_contraction = false, previous_alone = false, has_costly = false;
   for (int32_t c = 0; c < compute_count; c++) {
     const int32_t* ins = code + computes[c];
     const stax_node_t* node = &program->kernel_nodes[STAX_VM_OPERAND(ins, 0)];
     jit_kind kind = jit_node_kind(node->op);
+    /* A row op of several passes after costly elementwise math: the math once, into memory,
+     * then the row kernel reads it (stax_jit_op_costly). */
+    bool costly_producer = kind == KIND_ROW && has_costly &&
+                           stax_jit_op_walks_rows_repeatedly(node->op);
     bool connected = false;
     const int32_t* in_list = &STAX_VM_OPERAND(ins, 1);
     for (int32_t p = group_start; p < c && !connected; p++) {
@@ -188,12 +192,14 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
         connected = in_list[1 + k] >= 0 && jit_find(p_out + 1, p_out[0], in_list[1 + k]) >= 0;
     }
     if (group < 0 || !connected || cut[c] || kind == KIND_CONTRACTION || kind == KIND_ALONE ||
-        previous_alone || (kind == KIND_ROW && has_contraction)) {
+        previous_alone || (kind == KIND_ROW && has_contraction) || costly_producer) {
       group++;
       group_start = c;
       has_contraction = false;
+      has_costly = false;
     }
     if (kind == KIND_CONTRACTION) has_contraction = true;
+    if (stax_jit_op_costly(node->op)) has_costly = true;
     previous_alone = kind == KIND_ALONE;
     group_of[c] = group;
   }

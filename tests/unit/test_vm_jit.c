@@ -641,6 +641,72 @@ static void test_view_misprediction(void) {
   view_misprediction_run();
 }
 
+/* Costly math before a row op of several passes is its own group (stored once, read back),
+ * not recomputed in every pass: Gelu(x + b) -> LayerNormalization -> Softmax compiles to an
+ * elementwise kernel and a row kernel, and a single-pass reduction after Gelu stays fused. */
+static void test_costly_producer_cut(void) {
+  if (!have_backend()) return;
+  for (int variant = 0; variant < 2; variant++) {
+    stax_graph_t* g = new_graph();
+    const stax_dim_t* dims[2] = {vm_symbol(g, "B", 1, 64), vm_const(g, 48)};
+    stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 2, dims);
+    float bias[48], gamma[48], beta[48];
+    for (int i = 0; i < 48; i++) {
+      bias[i] = 0.02f * (float)(i - 24);
+      gamma[i] = 1.0f + 0.01f * (float)i;
+      beta[i] = 0.05f * (float)(i % 5);
+    }
+    int64_t n48[1] = {48};
+    stax_value_id_t t = vm_binary(g, STAX_OP_Add, "add", x,
+                                  vm_initializer(g, "bias", STAX_DTYPE_FLOAT32, 1, n48, bias));
+    t = vm_unary(g, STAX_OP_Gelu, "gelu", t);
+    stax_attr_t axis = stax_attr_int("axis", -1);
+    if (variant == 0) {
+      stax_value_id_t ln_in[3] = {t, vm_initializer(g, "gamma", STAX_DTYPE_FLOAT32, 1, n48, gamma),
+                                  vm_initializer(g, "beta", STAX_DTYPE_FLOAT32, 1, n48, beta)};
+      stax_attr_t ln_attrs[2] = {stax_attr_int("axis", -1), stax_attr_float("epsilon", 1e-5f)};
+      t = vm_node(g, STAX_OP_LayerNormalization, "ln", 3, ln_in, 2, ln_attrs);
+      t = vm_node(g, STAX_OP_Softmax, "softmax", 1, &t, 1, &axis);
+    } else {
+      int64_t axes_value[1] = {-1}, one[1] = {1};
+      stax_value_id_t axes = vm_initializer(g, "axes", STAX_DTYPE_INT64, 1, one, axes_value);
+      stax_value_id_t r_in[2] = {t, axes};
+      t = vm_node(g, STAX_OP_ReduceSum, "sum", 2, r_in, 0, NULL);
+    }
+    vm_output(g, t);
+    stax_program_t* program = finish(g);
+    CHECK_OK(stax_program_jit_set_cache_dir(program, ""));
+    stax_context_options_t options = {.jit = STAX_JIT_SYNC, .jit_threshold = 1, .trace = true};
+    stax_context_t* jit = NULL;
+    CHECK_OK(stax_context_create(vm_alloc(), program, &options, &jit));
+    stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+    vm_rng_t rng = {77u + (uint64_t)variant};
+    int mismatches = 0;
+    for (int round = 0; round < 12; round++) {
+      int64_t xd[2] = {1 + round * 5, 48};
+      stax_tensor_t* in[1] = {vm_random_f32(&rng, 2, xd)};
+      if (!run_both(jit, interp, 1, in, 1)) mismatches++;
+      stax_tensor_release(in[0]);
+    }
+    CHECK_EQ_INT(mismatches, 0);
+    stax_jit_call_stats_t calls;
+    CHECK_OK(stax_program_jit_call_stats(program, &calls));
+    CHECK_EQ_INT((int)calls.compiled, 12);
+    char* json = NULL;
+    size_t size = 0;
+    FILE* out = open_memstream(&json, &size);
+    CHECK_OK(stax_context_trace_write(jit, out));
+    fclose(out);
+    CHECK(strstr(json, "\"compile seg0_g0_rows\"") != NULL);
+    /* The cut: a second group only before the row op of several passes. */
+    CHECK_EQ_INT(strstr(json, "\"compile seg0_g1_rows\"") != NULL, variant == 0);
+    free(json);
+    stax_context_destroy(jit);
+    stax_context_destroy(interp);
+    stax_program_release(program);
+  }
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),
                STAX_TEST(test_differential_matmul), STAX_TEST(test_differential_conv),
                STAX_TEST(test_eviction),
@@ -649,4 +715,5 @@ STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differen
                STAX_TEST(test_views_between_groups),
                STAX_TEST(test_views_between_groups_verify),
                STAX_TEST(test_views_between_groups_background),
-               STAX_TEST(test_view_misprediction), STAX_TEST(test_unsupported_op_alone))
+               STAX_TEST(test_view_misprediction), STAX_TEST(test_unsupported_op_alone),
+               STAX_TEST(test_costly_producer_cut))
