@@ -34,8 +34,12 @@
  * padded plane (1 inside the input, 0 in the pads; one plane for every batch and channel,
  * filled in a stage of its own), counted in float64 like the generic kernel's count.
  *
+ * With ceil_mode the copy also pads the stride - 1 positions the last window may reach past
+ * the end pad (the lowest float for a max; for an average 0, and 0 in its mask: ONNX counts
+ * no tap there, and a mask that counts the pads is 1 over the pads, 0 only there).
+ *
  * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
- * weight or bias read again in the epilogue, an average with ceil_mode, float64 and halves. */
+ * weight or bias read again in the epilogue, float64 and halves. */
 #include <float.h>
 #include <string.h>
 
@@ -151,14 +155,38 @@ static lower_sym_t space_dim(const sconv_t* c, int32_t e) {
 
 /* ---- the padded copy --------------------------------------------------------------------- */
 
-/* The copy's padding after dim d's input: the window's end pad, and for a max pool with
- * ceil_mode the stride - 1 positions its last window may reach past it (filled with the lowest
- * float, they never win: ONNX ignores them). */
-static int64_t end_pad(const sconv_t* c, int32_t d) {
+/* A pool with ceil_mode: the stride - 1 positions past the end pad its last window may reach
+ * (filled with the lowest float for a max, so they never win; 0 for an average, whose mask
+ * is 0 there too: ONNX counts no tap there). */
+static int64_t overhang(const sconv_t* c, int32_t d) {
   const stax_window_t* win = &c->g->window;
-  int64_t end = win->pads[c->spatial + d];
-  if (win->ceil_mode && c->g->op == LOWER_WINDOW_MAX) end += win->strides[d] - 1;
-  return end;
+  return win->ceil_mode && c->g->op != LOWER_WINDOW_CONV ? win->strides[d] - 1 : 0;
+}
+
+/* The copy's padding after dim d's input: the window's end pad and the overhang. */
+static int64_t end_pad(const sconv_t* c, int32_t d) {
+  return c->g->window.pads[c->spatial + d] + overhang(c, d);
+}
+
+/* While filling the mask of an average that counts its pads, the pads are filled as input
+ * (1) and only the overhang as padding (0): the pad functions' begin, input extent and end. */
+static bool pads_as_input(const sconv_t* c) {
+  return c->filling_mask && c->g->count_pads;
+}
+
+static int64_t begin_pad(const sconv_t* c, int32_t d) {
+  return pads_as_input(c) ? 0 : c->g->window.pads[d];
+}
+
+static int64_t after_input(const sconv_t* c, int32_t d) {
+  return pads_as_input(c) ? overhang(c, d) : end_pad(c, d);
+}
+
+static lower_sym_t input_extent(sconv_t* c, int32_t d) {
+  if (!pads_as_input(c)) return c->in[d];
+  const stax_window_t* win = &c->g->window;
+  return lower_sym_derive(c->k, "counted", c->in[d], 1, 0, 1, 0, 0, 0,
+                          win->pads[d] + win->pads[c->spatial + d]);
 }
 
 /* The buffer the pad functions write: the padded copy, or a counted average's mask. */
@@ -192,10 +220,9 @@ static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_
  * the rest of the phase (zeros), the last two floor expressions of D. */
 static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* target,
                            const stax_kir_index_t* source) {
-  const stax_window_t* win = &c->g->window;
   int32_t last = c->last;
-  int64_t stride = c->phases, begin = win->pads[last], end = end_pad(c, last);
-  lower_sym_t input = c->in[last], x_stride = c->x_strides[2 + last];
+  int64_t stride = c->phases, begin = begin_pad(c, last), end = after_input(c, last);
+  lower_sym_t input = input_extent(c, last), x_stride = c->x_strides[2 + last];
   for (int64_t b = 0; b < stride; b++) {
     /* low = max(0, ceil((begin - b) / S)); high = ceil((begin + D - b) / S) >= low for D >= 1,
      * and <= phase_length = ceil((D + begin + end) / S). */
@@ -236,9 +263,8 @@ static void pad_dim(sconv_t* c, stax_kir_block_t* block, int32_t d, const stax_k
     pad_row_phases(c, block, target, source);
     return;
   }
-  const stax_window_t* win = &c->g->window;
-  int64_t begin = win->pads[d], end = end_pad(c, d);
-  lower_sym_t slab = c->src_strides[2 + d], input = c->in[d];
+  int64_t begin = begin_pad(c, d), end = after_input(c, d);
+  lower_sym_t slab = c->src_strides[2 + d], input = input_extent(c, d);
   zero_fill(c, block, target, lower_sym_mul(c->k, lower_sym_const(begin), slab));
   stax_kir_loop_t* loop = lower_sym_loop(c->k, block, d == c->last ? "cx" : "cd", input);
   if (!loop) return;

@@ -162,9 +162,11 @@ typedef struct lower_conv_geometry_t {
    * average's divisor. */
   lower_window_op_t op;
   double divisor;
-  /* An average that counts only its in-range taps (count_include_pad 0 with pads): the divisor
-   * is the window's sum over a mask of the padded plane (1 inside the input, 0 in the pads). */
-  bool count_mask;
+  /* An average whose tap count varies by position (count_include_pad 0 with pads, or
+   * ceil_mode): the divisor is the window's sum over a mask of the padded plane (1 inside the
+   * input, 0 in the pads and in ceil_mode's overhang past the end pad). count_pads: the pads
+   * count too (count_include_pad 1), only the overhang is 0. */
+  bool count_mask, count_pads;
 } lower_conv_geometry_t;
 
 STAX_MUST_USE stax_status_t lower_conv_geometry(lower_t* L, int32_t node,

@@ -202,8 +202,8 @@ static stax_status_t analyze(pool_t* p, int32_t node_index) {
 
 /* Symbolic groups: a windowed pool over open dims becomes a depthwise window without weights
  * for the symbolic Conv lowering: any MaxPool (ceil_mode's overhang is padded with the lowest
- * float), an AveragePool without ceil_mode (one that does not count its pads divides by a
- * mask's count), so the result is the generic kernel's at every size. */
+ * float), any AveragePool (one whose tap count varies, not counting its pads or with
+ * ceil_mode, divides by a mask's count), so the result is the generic kernel's at every size. */
 static stax_status_t global_symbolic(pool_t* p);
 
 static stax_status_t lower_pool_symbolic(pool_t* p) {
@@ -211,10 +211,6 @@ static stax_status_t lower_pool_symbolic(pool_t* p) {
   if (p->global) return global_symbolic(p);
   bool pads = false;
   for (int32_t i = 0; i < 2 * p->spatial; i++) pads = pads || p->window.pads[i] != 0;
-  if (!p->is_max && p->window.ceil_mode)
-    return lower_refuse(L, "%s node '%s' over open dims with ceil_mode (its tap count varies by "
-                           "position past the end)",
-                        stax_op_name(p->op), p->name);
   const stax_jit_value_t* x = lower_value(L, p->x);
   lower_conv_geometry_t g = {.node = (int32_t)(p->node - L->group->nodes),
                              .name = p->name,
@@ -232,7 +228,10 @@ static stax_status_t lower_pool_symbolic(pool_t* p) {
                              .window = p->window,
                              .op = p->is_max ? LOWER_WINDOW_MAX : LOWER_WINDOW_AVERAGE,
                              .divisor = 1,
-                             .count_mask = !p->is_max && pads && !p->count_include_pad};
+                             /* ceil_mode's overhang never counts: a mask then too. */
+                             .count_mask = !p->is_max && ((pads && !p->count_include_pad) ||
+                                                          p->window.ceil_mode),
+                             .count_pads = p->count_include_pad};
   for (int32_t i = 0; i < p->spatial; i++) g.divisor *= (double)p->window.kernel[i];
   if (lower_dim_open(L, p->x, 1))
     return lower_refuse(L, "%s node '%s' with open channels", stax_op_name(p->op), p->name);

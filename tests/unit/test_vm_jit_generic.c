@@ -161,7 +161,8 @@ static stax_program_t* build_image_convs(void) {
 /* Pools of x[N, 4, H, W] with the image size open: MaxPool 3x3 stride 2 pad 1 + Relu (ResNet's
  * stem), an AveragePool counting its pads, one without pads (stride 2), a dilated MaxPool, a
  * ceil_mode MaxPool whose last windows reach past the padding, an AveragePool not counting its
- * pads, GlobalAveragePool and GlobalMaxPool. */
+ * pads, two ceil_mode AveragePools (counting their pads, and without pads), GlobalAveragePool
+ * and GlobalMaxPool. */
 static stax_program_t* build_image_pools(void) {
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 4), vm_const(g, 4), vm_symbol(g, "H", 7, 80),
@@ -187,6 +188,15 @@ static stax_program_t* build_image_pools(void) {
   stax_attr_t avg3[3] = {stax_attr_ints("kernel_shape", 2, k33), stax_attr_ints("strides", 2, twos),
                          stax_attr_ints("pads", 4, odd)};
   vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg3", 1, &x, 3, avg3));
+  /* ceil_mode averages: the last windows reach past the end pad, where no tap counts; one
+   * counting its pads (a mask of 1 over the pads), one without pads. */
+  stax_attr_t avg4[5] = {stax_attr_ints("kernel_shape", 2, k32), stax_attr_ints("strides", 2, s23),
+                         stax_attr_ints("pads", 4, odd), stax_attr_int("count_include_pad", 1),
+                         stax_attr_int("ceil_mode", 1)};
+  vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg4", 1, &x, 5, avg4));
+  stax_attr_t avg5[3] = {stax_attr_ints("kernel_shape", 2, k23), stax_attr_ints("strides", 2, s23),
+                         stax_attr_int("ceil_mode", 1)};
+  vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg5", 1, &x, 3, avg5));
   vm_output(g, vm_node(g, STAX_OP_GlobalAveragePool, "gap", 1, &x, 0, NULL));
   vm_output(g, vm_node(g, STAX_OP_GlobalMaxPool, "gmp", 1, &x, 0, NULL));
   return finish(g);
@@ -376,7 +386,7 @@ static void test_stream_conv_image(void) {
 static void test_stream_pool_image(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_image_pools();
-  conv_stream(program, 8, image_shape);
+  conv_stream(program, 10, image_shape);
   stax_program_release(program);
 }
 

@@ -18,11 +18,11 @@ static inline stax_program_t* finish(stax_graph_t* g) {
   return program;
 }
 
-/* Runs both contexts on the same inputs (up to 8 outputs); true when every output agrees. */
+/* Runs both contexts on the same inputs (up to 12 outputs); true when every output agrees. */
 static inline bool run_both(stax_context_t* jit, stax_context_t* interp, int32_t n_in,
                      stax_tensor_t** in, int32_t n_out) {
-  stax_tensor_t* a[8] = {0};
-  stax_tensor_t* b[8] = {0};
+  stax_tensor_t* a[12] = {0};
+  stax_tensor_t* b[12] = {0};
   bool same = true;
   stax_status_t sa = stax_context_run(jit, n_in, in, n_out, a);
   stax_status_t sb = stax_context_run(interp, n_in, in, n_out, b);
