@@ -142,6 +142,7 @@ STAX_MUST_USE stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, cons
 STAX_MUST_USE stax_status_t stax_vm_exec_broadcast_to(stax_context_t* ctx, const int32_t* ins);
 STAX_MUST_USE stax_status_t stax_vm_exec_reshape_view(stax_context_t* ctx, const int32_t* ins);
 STAX_MUST_USE stax_status_t stax_vm_exec_transpose_view(stax_context_t* ctx, const int32_t* ins);
+STAX_MUST_USE stax_status_t stax_vm_exec_dim_values(stax_context_t* ctx, const int32_t* ins);
 /* Restores symbol values pushed since `height`. */
 void stax_vm_shape_stack_unwind(stax_context_t* ctx, int32_t height);
 

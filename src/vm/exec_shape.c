@@ -1,7 +1,7 @@
 /* Shape semantics at run time: the input guards that bind the model's symbols from the
  * caller's tensors, SHAPE_VARIANT (binding, checking and deriving symbols after data-dependent
- * results, with the shape stack for unwinding), and the metadata-only views (BROADCAST_TO,
- * RESHAPE_VIEW, TRANSPOSE_VIEW). Messages name the input or register, the dim, the expected
+ * results, with the shape stack for unwinding), the metadata-only views (BROADCAST_TO,
+ * RESHAPE_VIEW, TRANSPOSE_VIEW) and DIM_VALUES (an integer tensor computed from dim code). Messages name the input or register, the dim, the expected
  * expression with its value, and where the symbols in it were bound. */
 #include <stdio.h>
 #include <string.h>
@@ -371,5 +371,52 @@ stax_status_t stax_vm_exec_transpose_view(stax_context_t* ctx, const int32_t* in
   stax_tensor_t* view = NULL;
   STAX_RETURN_IF_ERROR(stax_tensor_transpose(ctx->allocator, source, perm + 1, &view));
   stax_vm_take_register(ctx, dst, view);
+  return STAX_OK;
+}
+
+/* ---- dim values ------------------------------------------------------------------------------ */
+
+stax_status_t stax_vm_exec_dim_values(stax_context_t* ctx, const int32_t* ins) {
+  const stax_program_t* program = ctx->program;
+  int32_t reg = STAX_VM_OPERAND(ins, 0);
+  const int32_t* codes = &STAX_VM_OPERAND(ins, 1); /* count, then the dim codes */
+  int32_t count = codes[0];
+  const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  stax_dtype_t dtype = (stax_dtype_t)desc->dtype;
+  int64_t values[STAX_VM_DIM_VALUES_MAX];
+  for (int32_t k = 0; k < count; k++)
+    STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, codes[1 + k], &values[k]),
+                         "computing element %d of register %d '%s'", k, reg,
+                         stax_vm_register_name(program, reg));
+  int64_t dims[1] = {count};
+  size_t bytes = (size_t)count * stax_dtype_size(dtype);
+  stax_tensor_t* tensor = NULL;
+  if (program->registers[reg].flags & STAX_VM_REGISTER_OUTPUT) {
+    /* A program output outlives the run. */
+    ctx->memory_counters.output_allocations++;
+    STAX_RETURN_IF_ERROR(stax_tensor_create(ctx->allocator, dtype, desc->rank, dims, &tensor),
+                         "allocating register %d '%s'", reg, stax_vm_register_name(program, reg));
+  } else {
+    ctx->memory_counters.temp_allocations++;
+    ctx->memory_counters.temp_bytes += (uint64_t)bytes;
+    stax_buffer_t* buffer = NULL;
+    STAX_RETURN_IF_ERROR(stax_buffer_allocate_pooled(bytes, &buffer), "allocating register %d '%s'",
+                         reg, stax_vm_register_name(program, reg));
+    int64_t strides[1] = {1};
+    stax_status_t status = stax_tensor_make_view(ctx->allocator, buffer, dtype, desc->rank, dims,
+                                                 strides, 0, &tensor);
+    stax_buffer_release(buffer); /* the tensor holds its own reference */
+    STAX_RETURN_IF_ERROR(status);
+  }
+  unsigned char* data = stax_tensor_data(tensor);
+  for (int32_t k = 0; k < count; k++) {
+    if (dtype == STAX_DTYPE_INT64) {
+      memcpy(data + (size_t)k * 8, &values[k], 8);
+    } else { /* int32: the verifier admits nothing else; wraps as Cast does */
+      int32_t narrow = (int32_t)(uint32_t)(uint64_t)values[k];
+      memcpy(data + (size_t)k * 4, &narrow, 4);
+    }
+  }
+  stax_vm_take_register(ctx, reg, tensor);
   return STAX_OK;
 }
