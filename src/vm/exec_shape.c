@@ -376,6 +376,19 @@ stax_status_t stax_vm_exec_transpose_view(stax_context_t* ctx, const int32_t* in
 
 /* ---- dim values ------------------------------------------------------------------------------ */
 
+/* The context's tensor for DIM_VALUES into `reg`, when only the context holds it (and perhaps
+ * the register itself: the JIT's segment entry ran this instruction before the interpreter
+ * runs the segment again, with the same symbols). A view or a value kept from an earlier
+ * iteration or run would see the new values, so then a new tensor is made. */
+static stax_tensor_t* stax_vm_dim_values_reusable(const stax_context_t* ctx, int32_t reg) {
+  stax_tensor_t* kept = ctx->dim_values[reg];
+  if (!kept) return NULL;
+  int_fast32_t holders = 1 + (ctx->registers[reg] == kept);
+  if (atomic_load(&kept->refcount) != holders || atomic_load(&kept->buffer->refcount) != 1)
+    return NULL;
+  return kept;
+}
+
 stax_status_t stax_vm_exec_dim_values(stax_context_t* ctx, const int32_t* ins) {
   const stax_program_t* program = ctx->program;
   int32_t reg = STAX_VM_OPERAND(ins, 0);
@@ -388,25 +401,22 @@ stax_status_t stax_vm_exec_dim_values(stax_context_t* ctx, const int32_t* ins) {
     STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, codes[1 + k], &values[k]),
                          "computing element %d of register %d '%s'", k, reg,
                          stax_vm_register_name(program, reg));
-  int64_t dims[1] = {count};
-  size_t bytes = (size_t)count * stax_dtype_size(dtype);
-  stax_tensor_t* tensor = NULL;
-  if (program->registers[reg].flags & STAX_VM_REGISTER_OUTPUT) {
-    /* A program output outlives the run. */
-    ctx->memory_counters.output_allocations++;
+  bool is_output = (program->registers[reg].flags & STAX_VM_REGISTER_OUTPUT) != 0;
+  stax_tensor_t* tensor = is_output ? NULL : stax_vm_dim_values_reusable(ctx, reg);
+  if (tensor) {
+    stax_tensor_retain(tensor);
+  } else {
+    int64_t dims[1] = {count};
     STAX_RETURN_IF_ERROR(stax_tensor_create(ctx->allocator, dtype, desc->rank, dims, &tensor),
                          "allocating register %d '%s'", reg, stax_vm_register_name(program, reg));
-  } else {
-    ctx->memory_counters.temp_allocations++;
-    ctx->memory_counters.temp_bytes += (uint64_t)bytes;
-    stax_buffer_t* buffer = NULL;
-    STAX_RETURN_IF_ERROR(stax_buffer_allocate_pooled(bytes, &buffer), "allocating register %d '%s'",
-                         reg, stax_vm_register_name(program, reg));
-    int64_t strides[1] = {1};
-    stax_status_t status = stax_tensor_make_view(ctx->allocator, buffer, dtype, desc->rank, dims,
-                                                 strides, 0, &tensor);
-    stax_buffer_release(buffer); /* the tensor holds its own reference */
-    STAX_RETURN_IF_ERROR(status);
+    if (is_output) {
+      ctx->memory_counters.output_allocations++; /* the caller keeps it */
+    } else {
+      ctx->memory_counters.temp_allocations++;
+      if (ctx->dim_values[reg]) stax_tensor_release(ctx->dim_values[reg]);
+      ctx->dim_values[reg] = tensor;
+      stax_tensor_retain(tensor);
+    }
   }
   unsigned char* data = stax_tensor_data(tensor);
   for (int32_t k = 0; k < count; k++) {
