@@ -173,3 +173,47 @@ def test_saved_program_keeps_dim_values(tmp_path):
         x = RNG.standard_normal((b, s, 64)).astype(np.float32)
         got = loaded(x)  # a loaded program is a Kernel: positional inputs, a plain result
         np.testing.assert_array_equal(got[0] if isinstance(got, tuple) else got, folded(x=x)["y"])
+
+
+def loop_model():
+    """A Loop whose carried x grows by one row per iteration; the body scans out
+    Shape(x)[0:1] (a DIM_VALUES value computed from the iteration's symbols) and carries
+    Concat(x, x[0:1]). Each iteration's scan entry must keep its own value."""
+    body = helper.make_graph(
+        [helper.make_node("Shape", ["x_in"], ["shape"]),
+         helper.make_node("Slice", ["shape", "zero", "one"], ["rows"]),
+         helper.make_node("Slice", ["x_in", "zero", "one"], ["head"]),
+         helper.make_node("Concat", ["x_in", "head"], ["x_out"], axis=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("rows", TensorProto.INT64, [1])],
+        [numpy_helper.from_array(np.array([0], np.int64), "zero"),
+         numpy_helper.from_array(np.array([1], np.int64), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["x_final", "rows_scan"], body=body)],
+        "loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("x_final", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("rows_scan", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(4, np.int64), "trips"),
+         numpy_helper.from_array(np.array(True), "cond")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_dim_values_in_a_loop_keep_each_iteration():
+    data = loop_model().SerializeToString()
+    folded = stax.load(data, jit="off")
+    plain = stax.load(data, jit="off", disable_passes=OURS)
+    assert "DIM_VALUES" in [op for op, _ in opcodes(folded)]
+    for n in (1, 2, 5):
+        x = RNG.standard_normal((n, 3)).astype(np.float32)
+        for _ in range(2):
+            got = folded(x=x)
+            np.testing.assert_array_equal(got["rows_scan"].ravel(), np.arange(n, n + 4))
+            np.testing.assert_array_equal(got["x_final"], plain(x=x)["x_final"])
+            np.testing.assert_array_equal(got["rows_scan"], plain(x=x)["rows_scan"])
