@@ -13,6 +13,9 @@ fixed seeds. Every model has dynamic dims (dim_param), so one file serves every 
                                            GELU -> residual -> where(mask, y, 0)
     bert_encoder(layers)                   S2/S6: BERT-base post-LN encoder layers (hidden 768,
     bert_layer()                           12 heads, FFN 3072, Erf GELU), x[B, S, 768]
+    gpt2_block()                           a GPT-2 block as the TorchScript exporter writes it
+                                           (opset 14): Shape chains, causal-mask Slices,
+                                           Range, ConstantOfShape, tanh GELU
 """
 import numpy as np
 import onnx
@@ -354,3 +357,118 @@ def bert_encoder(layers=1, hidden=768, heads=12, ffn=3072, seed=0):
 def bert_layer(seed=0):
     """One BERT-base encoder layer (bert_encoder(layers=1))."""
     return bert_encoder(layers=1, seed=seed)
+
+
+def gpt2_block(hidden=768, heads=12, positions=1024, embed=True, seed=0):
+    """A GPT-2 block (HF GPT2Block: pre-LN attention with the causal mask sliced from a
+    [1, 1, positions, positions] buffer, tanh GELU MLP, Conv1D layers) written node for node
+    the way the TorchScript exporter at opset 14 writes it: LayerNorm as ReduceMean/Sub/Pow
+    chains, every Conv1D as `x.view(-1, x.size(-1))` -> Gemm -> `.view(x.size()[:-1] + (nf,))`,
+    heads split with `x.size(-1) // heads`, merged with `x.size(-2) * x.size(-1)`, and the mask
+    as `bias[:, :, ns - nd:ns, :ns]` -> Cast(bool) -> Where. Every one of those sizes is a
+    Shape -> Gather/Slice -> Unsqueeze -> Concat chain. embed=True puts GPT2Model's front in
+    front of it: position ids `arange(S)` (Range), their embedding (Gather) and an all-ones
+    attention mask built with ConstantOfShape, turned into `(1 - mask) * -10000` and added to
+    the scores. x[B, S, hidden] -> y[B, S, hidden]; S must not exceed `positions`."""
+    rng = np.random.default_rng(seed)
+    head = hidden // heads
+    w = lambda *shape: (0.02 * rng.standard_normal(shape)).astype(np.float32)
+    b = lambda k: (0.02 * rng.standard_normal(k)).astype(np.float32)
+    n, inits = [], []
+    names = [0]
+
+    def fresh(tag):
+        names[0] += 1
+        return "%s_%d" % (tag, names[0])
+
+    def const(value, dtype=np.int64):
+        name = fresh("const")  # not _init: ascontiguousarray makes scalars [1]
+        inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), name))
+        return name
+
+    def node(op, inputs, **attrs):
+        out = fresh(op.lower())
+        n.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def size(x, axis):
+        """x.size(axis): a scalar int64."""
+        return node("Gather", [node("Shape", [x]), const(axis)], axis=0)
+
+    def unsq(x):
+        return node("Unsqueeze", [x, const([0])])
+
+    def size_prefix(x, drop):
+        """x.size()[:-drop]."""
+        return node("Slice", [node("Shape", [x]), const([0]), const([-drop]), const([0])])
+
+    def layer_norm(x, p):
+        inits.extend([_init(p + "_g", 1 + b(hidden)), _init(p + "_b", b(hidden))])
+        mean = node("ReduceMean", [x], axes=[-1])
+        d = node("Sub", [x, mean])
+        var = node("ReduceMean", [node("Pow", [d, const(2.0, np.float32)])], axes=[-1])
+        sd = node("Sqrt", [node("Add", [var, const(1e-5, np.float32)])])
+        return node("Add", [node("Mul", [node("Div", [d, sd]), p + "_g"]), p + "_b"])
+
+    def conv1d(x, nin, nf, p):
+        inits.extend([_init(p + "_w", w(nin, nf)), _init(p + "_bias", b(nf))])
+        size_out = node("Concat", [size_prefix(x, 1), const([nf])], axis=0)
+        flat = node("Reshape", [x, node("Concat", [const([-1]), unsq(size(x, -1))], axis=0)])
+        mm = node("Gemm", [flat, p + "_w", p + "_bias"])
+        return node("Reshape", [mm, size_out])
+
+    def split_heads(x, perm):
+        per_head = node("Div", [size(x, -1), const(heads)])
+        shape = node("Concat", [size_prefix(x, 1), const([heads]), unsq(per_head)], axis=0)
+        return node("Transpose", [node("Reshape", [x, shape])], perm=perm)
+
+    x = "x"
+    add_mask = None
+    if embed:
+        inits.append(_init("wpe", w(positions, hidden)))
+        seq = size(x, 1)
+        pos = node("Range", [const(0), seq, const(1)])
+        pos = node("Unsqueeze", [pos, const([0])])
+        x = node("Add", [x, node("Gather", ["wpe", pos], axis=0)])
+        ones = node("ConstantOfShape",
+                    [node("Concat", [unsq(size("x", 0)), unsq(size("x", 1))], axis=0)],
+                    value=numpy_helper.from_array(np.array([1], dtype=np.int64)))
+        mask = node("Cast", [node("Unsqueeze", [ones, const([1, 2])])], to=TensorProto.FLOAT)
+        add_mask = node("Mul", [node("Sub", [const(1.0, np.float32), mask]),
+                                const(-10000.0, np.float32)])
+    inits.append(_init("bias", np.tril(np.ones((positions, positions), dtype=np.uint8))
+                       .reshape(1, 1, positions, positions)))
+    h = layer_norm(x, "ln_1")
+    qkv = conv1d(h, hidden, 3 * hidden, "c_attn")
+    q, k, v = (fresh(t) for t in "qkv")
+    n.append(helper.make_node("Split", [qkv, const([hidden] * 3)], [q, k, v], axis=2))
+    q = split_heads(q, [0, 2, 1, 3])
+    k = split_heads(k, [0, 2, 3, 1])
+    v = split_heads(v, [0, 2, 1, 3])
+    att = node("Div", [node("MatMul", [q, k]), const(float(np.sqrt(head)), np.float32)])
+    nd, ns = size(att, -2), size(att, -1)
+    mask = node("Slice", ["bias", unsq(node("Sub", [ns, nd])), unsq(ns), const([2]),
+                          const([1])])
+    mask = node("Slice", [mask, const([0]), unsq(ns), const([3]), const([1])])
+    att = node("Where", [node("Cast", [mask], to=TensorProto.BOOL), att,
+                         const(-10000.0, np.float32)])
+    if add_mask:
+        att = node("Add", [att, add_mask])
+    ctx = node("Transpose", [node("MatMul", [node("Softmax", [att], axis=-1), v])],
+               perm=[0, 2, 1, 3])
+    merged = node("Mul", [size(ctx, -2), size(ctx, -1)])
+    ctx = node("Reshape", [ctx, node("Concat", [size_prefix(ctx, 2), unsq(merged)], axis=0)])
+    x = node("Add", [x, conv1d(ctx, hidden, hidden, "attn_proj")])
+    h = conv1d(layer_norm(x, "ln_2"), hidden, 4 * hidden, "mlp_fc")
+    cube = node("Pow", [h, const(3.0, np.float32)])
+    inner = node("Mul", [node("Add", [h, node("Mul", [cube, const(0.044715, np.float32)])]),
+                         const(float(np.sqrt(2.0 / np.pi)), np.float32)])
+    gelu = node("Mul", [node("Mul", [h, const(0.5, np.float32)]),
+                        node("Add", [node("Tanh", [inner]), const(1.0, np.float32)])])
+    x = node("Add", [x, conv1d(gelu, 4 * hidden, hidden, "mlp_proj")])
+    n.append(helper.make_node("Identity", [x], ["y"]))
+    graph = helper.make_graph(
+        n, "gpt2_block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", hidden])], inits)
+    return _model(graph, opset=14)

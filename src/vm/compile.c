@@ -258,6 +258,31 @@ bool stax_vm_compiler_computable(const stax_vm_compiler_t* c, int32_t reg) {
   return true;
 }
 
+stax_status_t stax_vm_compiler_content_codes(stax_vm_compiler_t* c, const stax_value_t* value,
+                                             int32_t* codes, int32_t* out_count) {
+  *out_count = -1;
+  if (value->dtype != STAX_DTYPE_INT64 && value->dtype != STAX_DTYPE_INT32) return STAX_OK;
+  int32_t count = value->content_count;
+  if (!value->content || count < 0 || count > STAX_VM_DIM_VALUES_MAX || value->rank > 1)
+    return STAX_OK;
+  if (value->rank == 0 && count != 1) return STAX_OK;
+  if (value->rank == 1) {
+    const stax_dim_t* length = NULL;
+    STAX_RETURN_IF_ERROR(stax_vm_resolve(c, value->dims[0], &length));
+    if (!stax_dim_is_const(length) || stax_dim_const_value(length) != count) return STAX_OK;
+  }
+  const stax_dim_t* resolved[STAX_VM_DIM_VALUES_MAX];
+  for (int32_t k = 0; k < count; k++) {
+    if (!value->content[k]) return STAX_OK;
+    STAX_RETURN_IF_ERROR(stax_vm_resolve(c, value->content[k], &resolved[k]));
+    if (!stax_vm_dim_bound(c, resolved[k])) return STAX_OK;
+  }
+  for (int32_t k = 0; k < count; k++)
+    STAX_RETURN_IF_ERROR(stax_vm_dim_code_index(c, resolved[k], &codes[k]));
+  *out_count = count;
+  return STAX_OK;
+}
+
 /* scale*S + offset with S a symbol (scale >= 1). */
 static bool stax_vm_linear_symbol(const stax_dim_t* d, stax_symbol_id_t* out_symbol,
                                   int64_t* out_scale, int64_t* out_offset) {
@@ -599,6 +624,7 @@ stax_status_t stax_program_compile(stax_allocator_t allocator, stax_graph_t* gra
   }
   stax_vm_compiler_t c = {.allocator = allocator, .root = graph, .shape = graph->shape};
   c.static_variants = !(options && options->disable_static_variants);
+  c.disabled_passes = disabled_passes;
   stax_status_t status = STAX_OK;
   int32_t scope = -1;
   STAX_GOTO_IF_ERROR(status, stax_vm_program_create(allocator, &c.program), cleanup);

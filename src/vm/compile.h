@@ -33,6 +33,7 @@ typedef struct stax_vm_compiler_t {
   stax_graph_t* root;
   stax_shape_ctx_t* shape;
   bool static_variants;
+  uint32_t disabled_passes; /* STAX_PASS_BIT set: `shapefold` gates DIM_VALUES, `dce` the sweep */
   stax_vm_graph_map_t* maps;
 
   int32_t symbol_count;
@@ -77,6 +78,12 @@ STAX_MUST_USE stax_status_t stax_vm_compiler_emit(stax_vm_compiler_t* c, int32_t
 void stax_vm_compiler_patch(stax_vm_compiler_t* c, int32_t index, int32_t k, int32_t value);
 STAX_MUST_USE stax_status_t stax_vm_compiler_new_scope(stax_vm_compiler_t* c, int32_t* out_scope);
 
+/* The dim codes computing an integer value (int64/int32, rank 0 or static rank 1, at most
+ * STAX_VM_DIM_VALUES_MAX elements) from its symbolic contents, when shape inference knows every
+ * element and each uses only symbols bound at this point; *out_count = -1 otherwise. */
+STAX_MUST_USE stax_status_t stax_vm_compiler_content_codes(stax_vm_compiler_t* c,
+                                                           const stax_value_t* value,
+                                                           int32_t* codes, int32_t* out_count);
 /* True when every dim of the register's descriptor is computable from bound symbols. */
 bool stax_vm_compiler_computable(const stax_vm_compiler_t* c, int32_t reg);
 /* Emits a SHAPE_VARIANT for registers whose values a kernel or control flow just produced:

@@ -5,8 +5,8 @@
  * results nobody reads, so a call no longer runs them. Graph-level DCE cannot see this: the
  * Reshape node does use its shape input; only the compiler knows it will not read it.
  *
- * Only instructions without effects go: kernel calls, allocations, constant loads, moves and
- * views. An instruction whose output binds symbols is read by its SHAPE_VARIANT and stays. */
+ * Only instructions without effects go: kernel calls, allocations, constant loads, moves,
+ * views and DIM_VALUES. An instruction whose output binds symbols is read by its SHAPE_VARIANT and stays. */
 #include <string.h>
 
 #include "vm/compile.h"
@@ -46,6 +46,7 @@ static bool stax_vm_dead_removable(const stax_vm_instruction_t* ins) {
     case STAX_VM_OP_BROADCAST_TO:
     case STAX_VM_OP_RESHAPE_VIEW:
     case STAX_VM_OP_TRANSPOSE_VIEW:
+    case STAX_VM_OP_DIM_VALUES:
       return true;
     default:
       return false;

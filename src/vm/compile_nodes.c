@@ -2,6 +2,7 @@
  *   - a kernel call, with outputs preallocated (ALLOC_TENSOR[_FAST]) when their dims are
  *     computable from symbols already bound, else allocated by the kernel and followed by a
  *     SHAPE_VARIANT that binds the new symbols; the static variant when every dim is constant;
+ *   - DIM_VALUES for integer outputs whose contents are dim expressions of bound symbols;
  *   - metadata-only views for Identity, Transpose, Expand, Reshape, Flatten, Squeeze and
  *     Unsqueeze (falling back to the kernel when the target shape is not computable);
  *   - If as JUMP_IF_FALSE / MOVE / JUMP around the two branches compiled inline;
@@ -174,6 +175,41 @@ static stax_status_t stax_vm_compile_view(stax_vm_compiler_t* c, stax_graph_t* g
   c->program->instructions[emitted].flags |= STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT;
   *out_handled = true;
   return stax_vm_compiler_shape_variant(c, index, 1, &dst);
+}
+
+/* ---- values computed from dims ------------------------------------------------------------- */
+
+/* A node whose every output is an integer tensor with contents known as dim expressions over
+ * bound symbols (Shape -> Gather -> Unsqueeze -> Concat, Sub of two dims, a Slice of a shape)
+ * becomes one DIM_VALUES per output: its inputs are no longer read, so the chain that fed it
+ * dies in the dead-instruction sweep. *out_handled is false when some output is not so known. */
+static stax_status_t stax_vm_compile_dim_values(stax_vm_compiler_t* c, stax_graph_t* graph,
+                                                stax_node_id_t node_id, bool* out_handled) {
+  const stax_node_t* node = stax_graph_node(graph, node_id);
+  *out_handled = false;
+  if (c->disabled_passes & STAX_PASS_BIT(STAX_PASS_shapefold)) return STAX_OK;
+  if (node->output_count < 1 || (stax_op_flags(node->op) & STAX_OPF_CONTROL)) return STAX_OK;
+  int32_t counts[8];
+  if (node->output_count > 8) return STAX_OK;
+  int32_t codes[8][STAX_VM_DIM_VALUES_MAX];
+  for (int32_t k = 0; k < node->output_count; k++) {
+    if (node->outputs[k] == STAX_VALUE_NONE) return STAX_OK;
+    STAX_RETURN_IF_ERROR(stax_vm_compiler_content_codes(
+                             c, stax_graph_value(graph, node->outputs[k]), codes[k], &counts[k]),
+                         "%s node '%s' output %d", stax_op_name(node->op), node->name, k);
+    if (counts[k] < 0) return STAX_OK;
+  }
+  int32_t outputs[8], index = -1;
+  STAX_RETURN_IF_ERROR(stax_vm_define_outputs(c, graph, node, STAX_VM_LAYOUT_CONTIGUOUS, outputs));
+  STAX_RETURN_IF_ERROR(stax_vm_compiler_copy_node(c, graph, node_id, &index));
+  for (int32_t k = 0; k < node->output_count; k++) {
+    int32_t operands[2 + STAX_VM_DIM_VALUES_MAX] = {outputs[k], counts[k]};
+    memcpy(operands + 2, codes[k], (size_t)counts[k] * sizeof(int32_t));
+    STAX_RETURN_IF_ERROR(
+        stax_vm_compiler_emit(c, STAX_VM_OP_DIM_VALUES, index, operands, 2 + counts[k], NULL));
+  }
+  *out_handled = true;
+  return STAX_OK;
 }
 
 /* ---- control flow ------------------------------------------------------------------------------ */
@@ -398,7 +434,8 @@ stax_status_t stax_vm_compile_graph_nodes(stax_vm_compiler_t* c, stax_graph_t* g
       continue;
     }
     bool handled = false;
-    STAX_RETURN_IF_ERROR(stax_vm_compile_view(c, graph, n, &handled));
+    STAX_RETURN_IF_ERROR(stax_vm_compile_dim_values(c, graph, n, &handled));
+    if (!handled) STAX_RETURN_IF_ERROR(stax_vm_compile_view(c, graph, n, &handled));
     if (!handled) STAX_RETURN_IF_ERROR(stax_vm_compile_kernel(c, graph, n));
   }
   return STAX_OK;

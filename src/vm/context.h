@@ -35,6 +35,10 @@ struct stax_context_s {
   atomic_bool running;     /* a context serves one run at a time */
 
   stax_tensor_t** registers; /* the frame; every register still held at exit is released */
+  /* Per register: the tensor DIM_VALUES last filled, kept by the context and filled again
+   * next time when nothing else holds it (so computing shape values allocates nothing in
+   * steady state). */
+  stax_tensor_t** dim_values;
   int64_t* symbols;          /* symbol values, STAX_SYMBOL_UNBOUND when unbound */
   int32_t symbol_slots;      /* max(1, program symbols) */
   stax_vm_shape_stack_entry_t* shape_stack;
@@ -142,6 +146,7 @@ STAX_MUST_USE stax_status_t stax_vm_exec_shape_variant(stax_context_t* ctx, cons
 STAX_MUST_USE stax_status_t stax_vm_exec_broadcast_to(stax_context_t* ctx, const int32_t* ins);
 STAX_MUST_USE stax_status_t stax_vm_exec_reshape_view(stax_context_t* ctx, const int32_t* ins);
 STAX_MUST_USE stax_status_t stax_vm_exec_transpose_view(stax_context_t* ctx, const int32_t* ins);
+STAX_MUST_USE stax_status_t stax_vm_exec_dim_values(stax_context_t* ctx, const int32_t* ins);
 /* Restores symbol values pushed since `height`. */
 void stax_vm_shape_stack_unwind(stax_context_t* ctx, int32_t height);
 

@@ -99,7 +99,9 @@ static void stax_vm_print_operands(FILE* out, const stax_program_t* program,
       for (int32_t k = 0; k < value && at + 1 + k < end; k++) {
         int32_t item = words[at + 1 + k];
         if (k) fputs(", ", out);
-        if (!registers)
+        if (!registers && ins->opcode == STAX_VM_OP_DIM_VALUES)
+          fputs(stax_vm_code_text(program, item), out); /* the dim code's expression */
+        else if (!registers)
           fprintf(out, "%d", item);
         else if (item < 0)
           fputc('-', out);

@@ -1,7 +1,7 @@
 /* Shape semantics at run time: the input guards that bind the model's symbols from the
  * caller's tensors, SHAPE_VARIANT (binding, checking and deriving symbols after data-dependent
- * results, with the shape stack for unwinding), and the metadata-only views (BROADCAST_TO,
- * RESHAPE_VIEW, TRANSPOSE_VIEW). Messages name the input or register, the dim, the expected
+ * results, with the shape stack for unwinding), the metadata-only views (BROADCAST_TO,
+ * RESHAPE_VIEW, TRANSPOSE_VIEW) and DIM_VALUES (an integer tensor computed from dim code). Messages name the input or register, the dim, the expected
  * expression with its value, and where the symbols in it were bound. */
 #include <stdio.h>
 #include <string.h>
@@ -371,5 +371,62 @@ stax_status_t stax_vm_exec_transpose_view(stax_context_t* ctx, const int32_t* in
   stax_tensor_t* view = NULL;
   STAX_RETURN_IF_ERROR(stax_tensor_transpose(ctx->allocator, source, perm + 1, &view));
   stax_vm_take_register(ctx, dst, view);
+  return STAX_OK;
+}
+
+/* ---- dim values ------------------------------------------------------------------------------ */
+
+/* The context's tensor for DIM_VALUES into `reg`, when only the context holds it (and perhaps
+ * the register itself: the JIT's segment entry ran this instruction before the interpreter
+ * runs the segment again, with the same symbols). A view or a value kept from an earlier
+ * iteration or run would see the new values, so then a new tensor is made. */
+static stax_tensor_t* stax_vm_dim_values_reusable(const stax_context_t* ctx, int32_t reg) {
+  stax_tensor_t* kept = ctx->dim_values[reg];
+  if (!kept) return NULL;
+  int_fast32_t holders = 1 + (ctx->registers[reg] == kept);
+  if (atomic_load(&kept->refcount) != holders || atomic_load(&kept->buffer->refcount) != 1)
+    return NULL;
+  return kept;
+}
+
+stax_status_t stax_vm_exec_dim_values(stax_context_t* ctx, const int32_t* ins) {
+  const stax_program_t* program = ctx->program;
+  int32_t reg = STAX_VM_OPERAND(ins, 0);
+  const int32_t* codes = &STAX_VM_OPERAND(ins, 1); /* count, then the dim codes */
+  int32_t count = codes[0];
+  const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  stax_dtype_t dtype = (stax_dtype_t)desc->dtype;
+  int64_t values[STAX_VM_DIM_VALUES_MAX];
+  for (int32_t k = 0; k < count; k++)
+    STAX_RETURN_IF_ERROR(stax_vm_eval_code(ctx, codes[1 + k], &values[k]),
+                         "computing element %d of register %d '%s'", k, reg,
+                         stax_vm_register_name(program, reg));
+  bool is_output = (program->registers[reg].flags & STAX_VM_REGISTER_OUTPUT) != 0;
+  stax_tensor_t* tensor = is_output ? NULL : stax_vm_dim_values_reusable(ctx, reg);
+  if (tensor) {
+    stax_tensor_retain(tensor);
+  } else {
+    int64_t dims[1] = {count};
+    STAX_RETURN_IF_ERROR(stax_tensor_create(ctx->allocator, dtype, desc->rank, dims, &tensor),
+                         "allocating register %d '%s'", reg, stax_vm_register_name(program, reg));
+    if (is_output) {
+      ctx->memory_counters.output_allocations++; /* the caller keeps it */
+    } else {
+      ctx->memory_counters.temp_allocations++;
+      if (ctx->dim_values[reg]) stax_tensor_release(ctx->dim_values[reg]);
+      ctx->dim_values[reg] = tensor;
+      stax_tensor_retain(tensor);
+    }
+  }
+  unsigned char* data = stax_tensor_data(tensor);
+  for (int32_t k = 0; k < count; k++) {
+    if (dtype == STAX_DTYPE_INT64) {
+      memcpy(data + (size_t)k * 8, &values[k], 8);
+    } else { /* int32: the verifier admits nothing else; wraps as Cast does */
+      int32_t narrow = (int32_t)(uint32_t)(uint64_t)values[k];
+      memcpy(data + (size_t)k * 4, &narrow, 4);
+    }
+  }
+  stax_vm_take_register(ctx, reg, tensor);
   return STAX_OK;
 }

@@ -42,6 +42,7 @@ static stax_status_t stax_vm_context_array(stax_allocator_t allocator, int32_t c
 
 #define STAX_VM_CONTEXT_ARRAYS(X)                                          \
   X(registers, program->registers_count)                                   \
+  X(dim_values, program->registers_count)                                  \
   X(symbols, ctx->symbol_slots)                                            \
   X(shape_stack, ctx->shape_stack_capacity)                                \
   X(loops, program->loops_count)                                           \
@@ -65,6 +66,10 @@ void stax_context_destroy(stax_context_t* ctx) {
   if (ctx->registers) {
     for (int32_t r = 0; r < program->registers_count; r++)
       if (ctx->registers[r]) stax_tensor_release(ctx->registers[r]);
+  }
+  if (ctx->dim_values) {
+    for (int32_t r = 0; r < program->registers_count; r++)
+      if (ctx->dim_values[r]) stax_tensor_release(ctx->dim_values[r]);
   }
   if (ctx->outputs) {
     for (int32_t o = 0; o < program->outputs_count; o++)

@@ -121,7 +121,9 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       JIT_PUSH(plan->free_regs, plan->free_count, free_cap, code[w + STAX_VM_HEADER_WORDS]);
     } else if (opcode == STAX_VM_OP_ALLOC_TENSOR || opcode == STAX_VM_OP_ALLOC_TENSOR_FAST) {
       JIT_PUSH(plan->alloc_words, plan->alloc_count, alloc_cap, w);
-    } else if (opcode == STAX_VM_OP_LOAD_CONST || opcode == STAX_VM_OP_LOAD_TENSOR) {
+    } else if (opcode == STAX_VM_OP_LOAD_CONST || opcode == STAX_VM_OP_LOAD_TENSOR ||
+               opcode == STAX_VM_OP_DIM_VALUES) {
+      /* DIM_VALUES reads only symbols, which the segment's entry has bound. */
       JIT_PUSH(plan->pre_words, plan->pre_count, pre_cap, w);
     } else if (opcode == STAX_VM_OP_STORE_TENSOR) {
       int32_t at = plan->post_count;
@@ -1508,6 +1510,7 @@ stax_status_t stax_vm_jit_exec_one(stax_context_t* ctx, const int32_t* ins) {
     case STAX_VM_OP_BROADCAST_TO: status = stax_vm_exec_broadcast_to(ctx, ins); break;
     case STAX_VM_OP_RESHAPE_VIEW: status = stax_vm_exec_reshape_view(ctx, ins); break;
     case STAX_VM_OP_TRANSPOSE_VIEW: status = stax_vm_exec_transpose_view(ctx, ins); break;
+    case STAX_VM_OP_DIM_VALUES: status = stax_vm_exec_dim_values(ctx, ins); break;
     default: status = stax_vm_exec_compute(ctx, ins); break; /* the plan admits nothing else */
   }
   return status ? stax_vm_instruction_error(ctx, ins, status) : STAX_OK;

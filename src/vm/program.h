@@ -20,6 +20,8 @@
 #include "vm/isa.h"
 
 #define STAX_VM_NONE (-1)
+/* The most elements a DIM_VALUES instruction computes (shape inference's content limit). */
+#define STAX_VM_DIM_VALUES_MAX 64
 
 /* ---- extended-form records ---------------------------------------------------------------- */
 

@@ -403,7 +403,8 @@ void stax_vm_instruction_registers(const stax_program_t* program, int32_t instru
   bool first_is_def = opcode == STAX_VM_OP_LOAD_TENSOR || opcode == STAX_VM_OP_LOAD_CONST ||
                       opcode == STAX_VM_OP_ALLOC_TENSOR || opcode == STAX_VM_OP_ALLOC_TENSOR_FAST ||
                       opcode == STAX_VM_OP_MOVE || opcode == STAX_VM_OP_BROADCAST_TO ||
-                      opcode == STAX_VM_OP_RESHAPE_VIEW || opcode == STAX_VM_OP_TRANSPOSE_VIEW;
+                      opcode == STAX_VM_OP_RESHAPE_VIEW || opcode == STAX_VM_OP_TRANSPOSE_VIEW ||
+                      opcode == STAX_VM_OP_DIM_VALUES;
   int32_t register_index = 0, list_index = 0;
   for (const char* kind = format; *kind && at < end; kind++) {
     if (*kind == STAX_VM_OPERAND_REGISTER_LIST || *kind == STAX_VM_OPERAND_IMMEDIATE_LIST) {

@@ -733,6 +733,24 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
       }
       break;
     }
+    case STAX_VM_OP_DIM_VALUES: {
+      const stax_vm_descriptor_t* desc = stax_vm_register_descriptor(program, val[0]);
+      int32_t count = ops.list_counts[0];
+      if (desc->dtype != STAX_DTYPE_INT64 && desc->dtype != STAX_DTYPE_INT32)
+        return stax_vm_reject(v, i, "register %d is %s; dim values are int64 or int32", val[0],
+                              stax_dtype_name((stax_dtype_t)desc->dtype));
+      bool fits = desc->rank == 0 ? count == 1
+                  : desc->rank == 1 && (desc->flags & STAX_VM_DESCRIPTOR_STATIC) &&
+                        program->dims[desc->dims_first].value == count;
+      if (!fits || count > STAX_VM_DIM_VALUES_MAX)
+        return stax_vm_reject(v, i, "%d dim values do not fill register %d (rank %d)", count,
+                              val[0], desc->rank);
+      for (int32_t k = 0; k < count; k++)
+        if (!stax_vm_in_range(ops.lists[0][k], program->dim_codes_count))
+          return stax_vm_reject(v, i, "dim code %d is out of range (%d dim codes)",
+                                ops.lists[0][k], program->dim_codes_count);
+      break;
+    }
     case STAX_VM_OP_LOOP_BEGIN:
     case STAX_VM_OP_LOOP_END: {
       int32_t* seen = ins->opcode == STAX_VM_OP_LOOP_BEGIN ? loop_begin : loop_end;

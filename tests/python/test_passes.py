@@ -171,7 +171,8 @@ def test_shape_chain_instructions_are_removed():
 
 
 def test_pass_switches_and_errors():
-    assert list(stax.PASSES) == ["fold", "noop", "simplify", "fuse", "bnfold", "cse", "dce"]
+    assert list(stax.PASSES) == ["fold", "noop", "simplify", "fuse", "bnfold", "shapefold", "fill",
+                                 "gemmtrans", "cse", "dce"]
     data = ffn_block().SerializeToString()
     unfused = stax.load(data, jit="off", disable_passes=["fuse"])
     assert all("fused" not in run["detail"] for run in unfused.passes["runs"])
