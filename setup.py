@@ -81,11 +81,15 @@ class Progress:
         self.start = time.monotonic()
         self.shown = -1
 
+    def show(self, text):
+        # Over pip's spinner: back to the line's start and clear it first.
+        self.tty.write("\r\033[K" + text + "\n")
+        self.tty.flush()
+
     def say(self, text):
         print(text, flush=True)
         if self.tty:
-            self.tty.write(text + "\n")
-            self.tty.flush()
+            self.show(text)
 
     def run(self, command):
         """Runs command, forwarding its output; raises CalledProcessError when it fails."""
@@ -97,10 +101,8 @@ class Progress:
                 tenth = int(match.group(1)) // 10
                 if tenth > self.shown:
                     self.shown = tenth
-                    self.tty.write(f"stax: building the C library and extension: "
-                                   f"{int(match.group(1))}% "
-                                   f"({time.monotonic() - self.start:.0f} s)\n")
-                    self.tty.flush()
+                    self.show(f"stax: building the C library and extension: "
+                              f"{int(match.group(1))}% ({time.monotonic() - self.start:.0f} s)")
         sys.stdout.flush()
         if process.wait():
             raise subprocess.CalledProcessError(process.returncode, command)
