@@ -41,6 +41,7 @@ from ._options import Options
 
 __all__ = ["StaxDeployment", "deployment", "batched_call", "load_source"]
 
+
 class StaxDeployment:
     """A Ray Serve deployment class (use :func:`deployment` to make one): each replica loads
     the model and serves it with dynamic batching.
