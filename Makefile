@@ -1,5 +1,5 @@
 # Thin wrapper over the README commands; CMake is the build system.
-.PHONY: all build demo test tsan fuzz clean
+.PHONY: all build demo test tsan fuzz wheel clean
 
 all: build
 
@@ -16,6 +16,10 @@ test:
 
 tsan:
 	./scripts/tsan.sh
+
+# The Python wheel, self-contained and auditwheel-repaired, into dist/ (scripts/wheel.sh).
+wheel:
+	./scripts/wheel.sh
 
 # The fuzzers for FUZZ_SECONDS (default 300) each; make test runs a short pass of them.
 fuzz:

@@ -1,6 +1,7 @@
 # LLVM 19 for the JIT tier (src/jit/llvm_*.c): finds the shared libLLVM through llvm-config,
 # adds its headers to stax_objects and links it into stax_static / stax_shared (PUBLIC, so the
-# CLI and the unit tests get it through stax_static).
+# CLI and the unit tests get it through stax_static). With STAX_STATIC_DEPS
+# (cmake/static_deps.cmake) stax_shared links LLVM's static component archives instead.
 #
 # Self-contained: include(cmake/llvm.cmake) anywhere after add_library(stax_objects ...) does
 # all the work; targets declared later are reached through cmake_language(DEFER), so it also
@@ -62,11 +63,15 @@ function(stax_llvm_link_targets)
   if(NOT STAX_LLVM_FOUND)
     return()
   endif()
-  foreach(target stax_static stax_shared)
-    if(TARGET ${target})
-      target_link_libraries(${target} PUBLIC ${STAX_LLVM_LIBS})
-    endif()
-  endforeach()
+  if(TARGET stax_static)
+    target_link_libraries(stax_static PUBLIC ${STAX_LLVM_LIBS})
+  endif()
+  if(TARGET stax_shared AND STAX_STATIC_DEPS)
+    stax_static_llvm_libs(static_libs "${STAX_LLVM_CONFIG}")
+    target_link_libraries(stax_shared PRIVATE ${static_libs})
+  elseif(TARGET stax_shared)
+    target_link_libraries(stax_shared PUBLIC ${STAX_LLVM_LIBS})
+  endif()
 endfunction()
 
 if(TARGET stax_static AND TARGET stax_shared)

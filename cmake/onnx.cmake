@@ -68,7 +68,12 @@ target_link_libraries(stax_objects PRIVATE ${STAX_PROTOBUF_C_LIBRARY})
 # Runs once CMakeLists.txt has defined the libraries and the unit tests.
 function(stax_onnx_finish_targets)
   target_link_libraries(stax_static PUBLIC ${STAX_PROTOBUF_C_LIBRARY})
-  target_link_libraries(stax_shared PRIVATE ${STAX_PROTOBUF_C_LIBRARY})
+  if(STAX_STATIC_DEPS)  # cmake/static_deps.cmake: a self-contained libstax.so
+    stax_static_archive(protobuf_c_archive protobuf-c "libprotobuf-c-dev")
+    target_link_libraries(stax_shared PRIVATE "${protobuf_c_archive}")
+  else()
+    target_link_libraries(stax_shared PRIVATE ${STAX_PROTOBUF_C_LIBRARY})
+  endif()
   # The importer's unit test packs protobuf-c structs to build models.
   if(TARGET test_onnx_import)
     target_include_directories(test_onnx_import PRIVATE "${STAX_ONNX_GENERATED_ROOT}")

@@ -9,6 +9,8 @@ debian_packages=(
   build-essential cmake pkg-config python3-venv
   llvm-19-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
   libdlpack-dev
+  # libzstd.a: the wheel links LLVM's dependencies statically (cmake/static_deps.cmake).
+  libzstd-dev
 )
 
 missing=()
@@ -31,7 +33,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python_bin" -m venv .venv
 fi
 # requirements-test.txt pins nothing exotic; pip skips what is installed.
-if ! .venv/bin/python -c "import pytest, numpy, onnx, onnxruntime, setuptools, wheel" 2>/dev/null; then
+if ! .venv/bin/python -c "import pytest, numpy, onnx, onnxruntime, setuptools, wheel, auditwheel, matplotlib" 2>/dev/null; then
   echo "setup: installing Python test requirements"
   .venv/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
 fi

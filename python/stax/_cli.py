@@ -3,7 +3,8 @@
 `pip install` builds the C command-line program (CMake target stax_cli, the same program as
 `build/stax`) next to the extension, as stax/_bin/stax, and installs this module's
 :func:`main` as the `stax` command. The script replaces itself with that program (exec), so
-arguments, output, exit status and signals are exactly the program's.
+arguments, output, exit status and signals are exactly the program's. One command is the
+Python package's own: `stax report` (stax._report: plots drawn with matplotlib).
 """
 
 import os
@@ -21,9 +22,12 @@ def program_path():
 
 def main(argv=None):
     """Runs the bundled `stax` program with ``argv`` (default: this process's arguments) in
-    place of this process. Returns an error status, with a message, only when the program is
-    not there."""
+    place of this process, or `stax report` here. Returns an error status, with a message,
+    only when the program is not there (or report's status)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "report":
+        from ._report import main as report
+        return report(args[1:])
     program = program_path()
     if not os.access(program, os.X_OK):
         sys.stderr.write(

@@ -350,6 +350,14 @@ class Kernel(_C.Program):
         """Writes the compiled program (stax.load_program reads it back)."""
         _C.Program.save(self, path)
 
+    def __reduce__(self):
+        """Pickling (Ray, multiprocessing): the compiled program as bytes (``serialize()``),
+        with the options it was made with and its return convention. Unpickling loads the
+        program back (no ONNX import or graph passes again); JIT kernels compile anew, or come
+        from the on-disk kernel cache."""
+        options = {k: v for k, v in self._options.to_dict().items() if k != "disable_passes"}
+        return (_unpickle, (isinstance(self, Model), self.serialize(), options, self._call_mode))
+
     def __repr__(self):
         def text(info):
             return f"{info.name}: {info.dtype}[{', '.join(str(d) for d in info.shape)}]"
@@ -379,6 +387,15 @@ class Model(Kernel):
         """A list of arrays in output_names order (None: every output): InferenceSession.run."""
         select = self._output_indices(output_names)
         return list(_C.Program.run(self, self._feed(feed), _MODE_TUPLE, select))
+
+
+def _unpickle(is_model, program, options, call_mode):
+    """Kernel.__reduce__'s other half: a Model or Kernel from its serialized program."""
+    if is_model:
+        return load(program, options=Options(**options))
+    kernel = load_program(program, options=Options(**options))
+    kernel._call_mode = call_mode
+    return kernel
 
 
 def _finish(kernel, target, graph_text, call_mode):

@@ -110,6 +110,40 @@ STAX_MUST_USE stax_status_t stax_cli_timings_report(const stax_cli_timings_t* ti
                                                     bool per_shape, FILE* out);
 void stax_cli_timings_free(stax_cli_timings_t* timings);
 
+/* ---- the per-call log of --stats-json (cli_call_log.c) ---- */
+
+/* How one call ran (from the program's call counters before and after it) and which compiles
+ * landed since the previous call ended (background) or during it (sync). */
+typedef struct stax_cli_call_record_t {
+  double start, seconds; /* start: seconds since the first call's */
+  double compile_ms;     /* compile time of the compiles that landed */
+  uint32_t compiles;     /* compiled versions that landed (failed compiles included) */
+  uint8_t how;           /* 0 compiled, 1 partial, 2 interpreted */
+  bool warmup;
+} stax_cli_call_record_t;
+
+typedef struct stax_cli_call_log_t {
+  stax_cli_call_record_t* records;
+  size_t count, capacity;
+  uint64_t dropped; /* calls past STAX_CLI_CALL_LOG_MAX, counted only */
+  stax_jit_call_stats_t calls; /* the counters after the last call */
+  uint64_t compiles;
+  double compile_ms, origin;
+} stax_cli_call_log_t;
+
+/* Reads the counters the first call will be compared with. */
+STAX_MUST_USE stax_status_t stax_cli_call_log_begin(stax_cli_call_log_t* log,
+                                                    const stax_program_t* program);
+/* Records a call that started at `start` (now_seconds' clock) and took `seconds`. */
+STAX_MUST_USE stax_status_t stax_cli_call_log_add(stax_cli_call_log_t* log,
+                                                  const stax_program_t* program, double start,
+                                                  double seconds, bool warmup);
+/* The context's stats JSON (stax_context_stats_json) with the log added as "per_call". */
+STAX_MUST_USE stax_status_t stax_cli_stats_json_with_calls(const stax_context_t* context,
+                                                           const stax_cli_call_log_t* log,
+                                                           FILE* out);
+void stax_cli_call_log_free(stax_cli_call_log_t* log);
+
 /* ---- progress on a terminal (cli_progress.c) ---- */
 
 /* stderr is a terminal, or STAX_PROGRESS=1 forces progress lines (STAX_PROGRESS=0: never). */
@@ -129,5 +163,6 @@ int stax_cli_run(int argc, char** argv);
 int stax_cli_compile(int argc, char** argv);
 int stax_cli_dis(int argc, char** argv);
 int stax_cli_source(int argc, char** argv);
+int stax_cli_report(int argc, char** argv);
 
 #endif /* STAX_TOOLS_CLI_H_ */

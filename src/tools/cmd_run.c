@@ -70,7 +70,9 @@ static void print_run_help(FILE* f) {
           "                   generic and exact versions; per call: compiled, partly\n"
           "                   compiled, interpreted; memory: the arena the last call\n"
           "                   needed, its peak, allocator calls of the last call\n"
-          "                   (docs/memory.md; STAX_MEMORY_PLAN=0 switches planning off)\n"
+          "                   (docs/memory.md; STAX_MEMORY_PLAN=0 switches planning off);\n"
+          "                   per_call: every call's start, time, how it ran and the\n"
+          "                   compiles that landed by its end ('stax report FILE' plots it)\n"
           "  --trace FILE     write a Chrome trace-event JSON file (chrome://tracing,\n"
           "                   ui.perfetto.dev) of the calls (warm-up ones too): every call,\n"
           "                   interpreted instruction (op, node), JIT kernel run (segment,\n"
@@ -579,6 +581,8 @@ int stax_cli_run(int argc, char** argv) {
   stax_tensor_t* outputs[STAX_CLI_MAX_INPUTS] = {0};
   stax_cli_timings_t timings;
   memset(&timings, 0, sizeof(timings));
+  stax_cli_call_log_t call_log;
+  memset(&call_log, 0, sizeof(call_log));
   int32_t output_count = 0;
   stax_status_t status = STAX_OK;
   bool progress = stax_cli_progress_enabled();
@@ -612,6 +616,9 @@ int stax_cli_run(int argc, char** argv) {
   status = stax_context_create(stax_allocator_system(), model.program, &options, &context);
   if (status) goto cleanup;
 
+  /* --stats-json: how every call ran, for `stax report`. */
+  if (args.stats_path) status = stax_cli_call_log_begin(&call_log, model.program);
+  if (status) goto cleanup;
   /* Shape rows are worth it when calls can differ in shape. */
   bool per_shape = in.set_count > 1 || in.any_range;
   long limit = args.repeat_given || args.duration <= 0 ? args.repeat : 100000000;
@@ -630,6 +637,9 @@ int stax_cli_run(int argc, char** argv) {
     double start = now_seconds();
     status = stax_context_run(context, in.input_count, in.call, output_count, outputs);
     double end = now_seconds();
+    if (status) goto cleanup;
+    if (args.stats_path)
+      status = stax_cli_call_log_add(&call_log, model.program, start, end - start, !timed);
     if (status) goto cleanup;
     if (timed) {
       char key[1024];
@@ -652,7 +662,7 @@ int stax_cli_run(int argc, char** argv) {
                                 strerror(errno));
       goto cleanup;
     }
-    status = stax_context_stats_json(context, f);
+    status = stax_cli_stats_json_with_calls(context, &call_log, f);
     if (f != stdout && fclose(f) != 0 && !status)
       status = stax_status_make(STAX_IO_ERROR, "cannot write %s", args.stats_path);
     if (status) goto cleanup;
@@ -679,6 +689,7 @@ int stax_cli_run(int argc, char** argv) {
 cleanup:
   stax_cli_progress_finish();
   stax_cli_timings_free(&timings);
+  stax_cli_call_log_free(&call_log);
   run_inputs_free(&in);
   for (int32_t o = 0; o < STAX_CLI_MAX_INPUTS; o++)
     if (outputs[o]) stax_tensor_release(outputs[o]);

@@ -16,6 +16,8 @@ static const stax_cli_verb_t stax_cli_verbs[] = {
     {"info", stax_cli_info, "print inputs, outputs, symbolic shapes and the op histogram"},
     {"dis", stax_cli_dis, "disassemble the bytecode (extended and compact forms)"},
     {"source", stax_cli_source, "print the JIT's LLVM IR or assembly per segment for given shapes"},
+    {"report", stax_cli_report, "plot a --stats-json file: latency per call, compiles, hit/miss\n"
+                                "              (Python package: pip install, then stax report)"},
 };
 
 static void print_usage(FILE* f) {
