@@ -46,8 +46,10 @@
  * in the group, more than 4 spatial dims, packing W for wider channel tiles, blocking C for
  * very deep inputs. */
 #include <float.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/hash_map.h"
 #include "jit/lower_internal.h"
 #include "kernels/gemm.h"
 #include "runtime/tensor_internal.h"
@@ -99,7 +101,20 @@ typedef struct conv_t {
   bool parallel;
   int64_t grain;
   int32_t tiles; /* counter for local names */
+  /* Narrow output rows (channel_tile): vectors over output channels instead of positions,
+   * reading the weights repacked channel-innermost into packed_w; outer_rows output rows of
+   * the innermost outer dim per tile. */
+  bool channel_vectors;
+  int32_t packed_w;
+  int64_t outer_rows;
+  bool weights_outer; /* channel tiles outside the output rows (plan_nest) */
 } conv_t;
+
+/* An environment switch that is on unless set to "0" (tests compare both tile kinds). */
+static bool getenv_flag_off(const char* name) {
+  const char* value = getenv(name);
+  return value && strcmp(value, "0") == 0;
+}
 
 bool lower_is_conv_op(stax_op_t op) {
   return op == STAX_OP_Conv;
@@ -518,8 +533,14 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   }
 }
 
+static void emit_channel_tile(conv_t* c, stax_kir_block_t* block);
+
 /* One tile at the axes' current forms. */
 static void emit_tile(conv_t* c, stax_kir_block_t* block) {
+  if (c->channel_vectors) {
+    emit_channel_tile(c, block);
+    return;
+  }
   lower_conv_tile_t t = {.g = &c->g,
                          .source = c->source,
                          .phases = c->phases,
@@ -535,6 +556,193 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
   for (int32_t d = 0; d < 2 + c->g.spatial; d++) t.src_strides[d] = lower_sym_const(c->source_strides[d]);
   for (int32_t i = 0; i + 1 < c->g.spatial; i++) t.outer[i] = find_axis(c, AXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);
+}
+
+/* ---- narrow rows: vectors over output channels -------------------------------------------- */
+
+/* The weights repacked for channel tiles: per group, per tile of T = mr output channels, a
+ * panel [Cg][taps][T] (the last tile's lanes past Mg unused), so a tile's weights are one
+ * sequential stream of T-lane vectors, as matmul's B panels (W's own layout puts the channels
+ * Cg*taps apart, and even channel-innermost, one tap's T lanes every Mg floats, the
+ * prefetchers cannot follow across pages). The stage only turns the constant W into that
+ * layout: the host runs it once per weight and keeps the result with it. */
+static void emit_weight_pack(conv_t* c) {
+  stax_kir_kernel_t* k = c->k;
+  const lower_conv_geometry_t* g = &c->g;
+  const stax_jit_value_t* w = lower_value(c->L, g->w);
+  int64_t taps = 1;
+  for (int32_t i = 0; i < g->spatial; i++) taps *= g->window.kernel[i];
+  int64_t tile = c->mr, tiles = (g->mg + tile - 1) / tile, panel = g->cg * taps * tile;
+  int64_t dims[1] = {g->group * tiles * panel};
+  c->packed_w = stax_kir_add_buffer(k, "wt", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1,
+                                    dims, NULL);
+  stax_kir_block_t* block = stax_kir_add_stage(k, "pack_w");
+  if (c->packed_w < 0 || !block) return;
+  int32_t stage = k->stage_count - 1;
+  int64_t full = g->mg / tile, edge = g->mg % tile;
+  /* Full tiles (a loop), then the edge tile (a constant tile index). */
+  for (int32_t part = 0; part < 2; part++) {
+    int64_t count = part == 0 ? full : (edge > 0 ? 1 : 0), lanes = part == 0 ? tile : edge;
+    if (count == 0) continue;
+    stax_kir_index_t source = stax_kir_index_constant(0), target = stax_kir_index_constant(0);
+    stax_kir_loop_t* loop = add_loop(c, block, "wg", g->group);
+    if (!loop) return;
+    stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), g->mg * w->strides[0]);
+    stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), tiles * panel);
+    if (part == 0) {
+      loop = add_loop(c, &loop->body, "wt", full);
+      if (!loop) return;
+      stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), tile * w->strides[0]);
+      stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), panel);
+    } else {
+      source.constant += full * tile * w->strides[0];
+      target.constant += full * panel;
+    }
+    loop = add_loop(c, &loop->body, "wc", g->cg);
+    if (!loop) return;
+    stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), w->strides[1]);
+    stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), taps * tile);
+    int64_t after = taps;
+    for (int32_t i = 0; i < g->spatial; i++) {
+      after /= g->window.kernel[i];
+      loop = add_loop(c, &loop->body, "wk", g->window.kernel[i]);
+      if (!loop) return;
+      stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), w->strides[2 + i]);
+      stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), after * tile);
+    }
+    loop = add_loop(c, &loop->body, "wm", lanes);
+    if (!loop) return;
+    stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), w->strides[0]);
+    stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), 1);
+    stax_kir_add_store(k, &loop->body, c->packed_w, &target,
+                       stax_kir_load(k, c->L->buffer[g->w], &source));
+  }
+  uint64_t key = stax_hash_combine(0xc0a7e17ull, (uint64_t)g->group);
+  key = stax_hash_combine(key, (uint64_t)g->cg);
+  key = stax_hash_combine(key, (uint64_t)g->mg);
+  key = stax_hash_combine(key, (uint64_t)tile);
+  for (int32_t d = 0; d < w->rank; d++) {
+    key = stax_hash_combine(key, (uint64_t)w->dims[d]);
+    key = stax_hash_combine(key, (uint64_t)w->strides[d]);
+  }
+  k->stages[stage]->fills = c->packed_w;
+  k->stages[stage]->source = c->L->buffer[g->w];
+  k->stages[stage]->fill_key = key;
+}
+
+/* A channel tile: a vector loop over `size` output channels of the channel axis, holding one
+ * accumulator per output position of the tile (outer_rows rows of the innermost outer dim x
+ * the whole innermost row), so a row of 7 fills every lane where a position vector would
+ * hold 7 of 16. Per (input channel, tap): one vector of repacked weights, and per position
+ * one broadcast input value into its accumulator. The epilogue stores each position's
+ * channels (a store of `size` lanes, H*W apart: once per output, after Cg*taps FMAs). */
+static void emit_channel_tile(conv_t* c, stax_kir_block_t* block) {
+  lower_t* L = c->L;
+  stax_kir_kernel_t* k = c->k;
+  const lower_conv_geometry_t* g = &c->g;
+  const stax_window_t* win = &g->window;
+  int32_t last = g->spatial - 1, tile = c->tiles++;
+  const axis_t* channels = find_axis(c, AXIS_CHANNELS, 0);
+  const axis_t* positions = find_axis(c, AXIS_POSITIONS, 0);
+  const axis_t* rows_axis = last > 0 ? find_axis(c, AXIS_OUTER, last - 1) : NULL;
+  const stax_kir_index_t* batch = &find_axis(c, AXIS_BATCH, 0)->form;
+  const stax_kir_index_t* group = &find_axis(c, AXIS_GROUP, 0)->form;
+  int32_t cols = positions->size, nrows = rows_axis ? rows_axis->size : 1;
+  int32_t count = cols * nrows;
+  if (count > 64) return;
+  int64_t taps = 1;
+  for (int32_t i = 0; i < g->spatial; i++) taps *= win->kernel[i];
+  stax_kir_loop_t* lanes = add_loop(c, block, "j", channels->size);
+  if (!lanes) return;
+  lanes->vector_width = channels->size;
+  int32_t j = stax_kir_loop_id(k, lanes);
+  int32_t accumulators[64];
+  lower_declare_accumulators(k, &lanes->body, tile, count, accumulators);
+  /* Weights at (g, the tile's panel, ci = 0, tap 0, lane j): a full tile's form is a loop
+   * counter times T (its panel, T*Cg*taps on); an edge piece's is a constant, possibly past a
+   * tile boundary by whole vectors (emit_axes cuts edges), so split into panel and lane. */
+  int64_t tile_lanes = c->mr, tiles = (g->mg + tile_lanes - 1) / tile_lanes;
+  int64_t panel = g->cg * taps * tile_lanes;
+  stax_kir_index_t w_index = channels->form;
+  for (int32_t t = 0; t < w_index.term_count; t++) w_index.coefficients[t] *= g->cg * taps;
+  w_index.constant = (channels->form.constant / tile_lanes) * panel +
+                     channels->form.constant % tile_lanes;
+  stax_kir_index_add_scaled(k, &w_index, group, tiles * panel);
+  stax_kir_index_add_term(k, &w_index, j, 1);
+  stax_kir_index_t x_index = stax_kir_index_constant(0);
+  stax_kir_index_add_scaled(k, &x_index, batch, c->source_strides[0]);
+  stax_kir_index_add_scaled(k, &x_index, group, g->cg * c->source_strides[1]);
+  for (int32_t i = 0; i < last; i++)
+    stax_kir_index_add_scaled(k, &x_index, &find_axis(c, AXIS_OUTER, i)->form,
+                              win->strides[i] * c->source_strides[2 + i]);
+  /* Next output position along the row: S input positions on, or the next slot of a
+   * phase-split row. */
+  int64_t col_step = c->source_strides[2 + last] * (c->phases > 1 ? 1 : win->strides[last]);
+  stax_kir_index_add_scaled(k, &x_index, &positions->form, col_step);
+  int64_t row_step = last > 0 ? win->strides[last - 1] * c->source_strides[1 + last] : 0;
+  /* Reductions over ci and the kernel dims; a phase-split innermost dim's taps are
+   * statements at constant offsets instead of a loop. */
+  stax_kir_block_t* body = &lanes->body;
+  int64_t after = taps;
+  int32_t loop_dims = c->phases > 1 ? last : g->spatial;
+  for (int32_t d = -1; d < loop_dims; d++) {
+    int64_t extent = d < 0 ? g->cg : win->kernel[d];
+    if (d >= 0) after /= win->kernel[d];
+    if (extent == 1) continue;
+    stax_kir_loop_t* loop = add_loop(c, body, d < 0 ? "ci" : "kk", extent);
+    if (!loop) return;
+    int32_t id = stax_kir_loop_id(k, loop);
+    stax_kir_index_add_term(k, &x_index, id,
+                            d < 0 ? c->source_strides[1]
+                                  : win->dilations[d] * c->source_strides[2 + d]);
+    stax_kir_index_add_term(k, &w_index, id, d < 0 ? taps * tile_lanes : after * tile_lanes);
+    body = &loop->body;
+  }
+  int64_t statement_taps = c->phases > 1 ? win->kernel[last] : 1;
+  for (int64_t tap = 0; tap < statement_taps; tap++) {
+    int64_t reach = tap * win->dilations[last];
+    stax_kir_index_t w_tap = w_index, x_tap = x_index;
+    if (c->phases > 1) {
+      w_tap.constant += tap * tile_lanes;
+      x_tap.constant += (reach % c->phases) * c->phase_length + reach / c->phases;
+    }
+    char name[32];
+    snprintf(name, sizeof(name), "w%d_%d", (int)tile, (int)tap);
+    int32_t weights = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
+    stax_kir_add_declare(k, body, weights, stax_kir_load(k, c->packed_w, &w_tap));
+    for (int32_t p = 0; p < count; p++) {
+      stax_kir_index_t at = x_tap;
+      at.constant += (p / cols) * row_step + (p % cols) * col_step;
+      stax_kir_add_assign(k, body, accumulators[p],
+                          stax_kir_fma(k, stax_kir_load(k, c->source, &at),
+                                       stax_kir_local(k, weights),
+                                       stax_kir_local(k, accumulators[p])));
+    }
+  }
+  /* The epilogue, position by position, at the tile's channels. */
+  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
+  for (int32_t p = 0; p < count; p++) {
+    L->forms[0] = *batch;
+    L->forms[1] = channels->form;
+    stax_kir_index_add_scaled(k, &L->forms[1], group, g->mg);
+    stax_kir_index_add_term(k, &L->forms[1], j, 1);
+    for (int32_t i = 0; i < last; i++) L->forms[2 + i] = find_axis(c, AXIS_OUTER, i)->form;
+    if (last > 0) L->forms[1 + last].constant += p / cols;
+    L->forms[2 + last] = positions->form;
+    L->forms[2 + last].constant += p % cols;
+    lower_new_point(L);
+    const stax_kir_expr_t* value = stax_kir_local(k, accumulators[p]);
+    if (b) {
+      stax_kir_index_t bias_index = stax_kir_index_constant(0);
+      stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
+      value = stax_kir_binary(k, STAX_KIR_ADD, value,
+                              stax_kir_load(k, L->buffer[g->bias], &bias_index));
+    }
+    L->fixed[g->out] = value;
+    for (int32_t i = 0; i < L->group->output_count; i++)
+      lower_store_value(L, &lanes->body, L->group->outputs[i], LOWER_FULL, L->rank);
+    L->fixed[g->out] = NULL;
+  }
 }
 
 /* ---- the loop nest ----------------------------------------------------------------------- */
@@ -589,7 +797,8 @@ static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
      * whole vectors and the rest: LLVM legalizes such vectors (12 or 14 lanes on AVX2)
      * element by element through the stack, several times slower than the two pieces. */
     int64_t lanes = c->L->vector_lanes_f32;
-    int64_t first = a->kind == AXIS_POSITIONS && edge > lanes ? edge - edge % lanes : edge;
+    axis_kind_t vector_axis = c->channel_vectors ? AXIS_CHANNELS : AXIS_POSITIONS;
+    int64_t first = a->kind == vector_axis && edge > lanes ? edge - edge % lanes : edge;
     for (int64_t offset = 0; offset < edge; offset += first, first = edge - first) {
       a->form = stax_kir_index_constant(full * step + offset);
       a->size = (int32_t)first;
@@ -604,11 +813,23 @@ static void plan_nest(conv_t* c) {
   c->axes[count++] =
       (axis_t){.kind = AXIS_BATCH, .extent = c->g.batch, .extent_param = c->batch_param};
   c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->g.group, .extent_param = -1};
+  /* Channel tiles outside the rows when the weights are the larger operand (late CNN stages:
+   * 512 x 512 x 3 x 3 is 9.4 MB against a 7x7 image's 100 KB): a tile's slice of them stays
+   * in L2 over every row, where rows outside re-read all of them from memory per row. */
+  if (c->weights_outer)
+    c->axes[count++] =
+        (axis_t){.kind = AXIS_CHANNELS, .extent = c->g.mg, .tile = c->mr, .extent_param = -1};
   for (int32_t i = 0; i + 1 < c->g.spatial; i++)
-    c->axes[count++] = (axis_t){
-        .kind = AXIS_OUTER, .dim = i, .extent = c->g.window.output[i], .extent_param = -1};
-  c->axes[count++] =
-      (axis_t){.kind = AXIS_CHANNELS, .extent = c->g.mg, .tile = c->mr, .extent_param = -1};
+    c->axes[count++] = (axis_t){.kind = AXIS_OUTER,
+                                .dim = i,
+                                .extent = c->g.window.output[i],
+                                /* channel tiles cover outer_rows rows of the innermost one */
+                                .tile = c->channel_vectors && i + 2 == c->g.spatial
+                                            ? c->outer_rows : 0,
+                                .extent_param = -1};
+  if (!c->weights_outer)
+    c->axes[count++] =
+        (axis_t){.kind = AXIS_CHANNELS, .extent = c->g.mg, .tile = c->mr, .extent_param = -1};
   c->axes[count++] = (axis_t){.kind = AXIS_POSITIONS,
                               .extent = c->g.window.output[c->g.spatial - 1],
                               .tile = c->nr,
@@ -661,7 +882,27 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
   c.mr = lanes >= 16 ? 12 : 6;
   /* Rows narrower than a tile (late CNN stages: 7 or 14 wide) leave one vector per
    * accumulator: twice the channels keep as many FMA chains in flight in the same registers. */
-  if (c.g.window.output[c.g.spatial - 1] < c.nr) c.mr *= 2;
+  int64_t row = c.g.window.output[c.g.spatial - 1];
+  if (row < c.nr) c.mr *= 2;
+  /* Rows of at most half a native vector (7 wide on AVX-512) would leave most lanes empty:
+   * vectors over two native vectors of output channels instead, one accumulator per position
+   * (up to 14: 28 accumulator registers of 32), the weights repacked once. */
+  const stax_jit_value_t* weight = lower_value(L, c.g.w);
+  if (lanes >= 16 && row > 0 && 2 * row <= lanes && c.g.mg >= lanes && weight->constant &&
+      !getenv_flag_off("STAX_JIT_CONV_CHANNEL_TILES")) {
+    /* Up to 12 positions (whole rows) x two channel vectors: at most 24 accumulators, as the
+     * matmul tile (28 spilled). Rows of 7 take 7 positions x 32 channels, rows of 4 three rows
+     * x 32. (Three vectors, 48 lanes, LLVM legalizes lane by lane: 6x slower.) */
+    c.channel_vectors = true;
+    int64_t outer = c.g.spatial > 1 ? c.g.window.output[c.g.spatial - 2] : 1;
+    int64_t rows = 12 / row;
+    c.outer_rows = rows < 1 ? 1 : rows > outer ? outer : rows;
+    int64_t positions = c.outer_rows * row, vectors = 24 / positions;
+    if (vectors > 2) vectors = 2;
+    while (vectors > 1 && c.g.mg < vectors * lanes) vectors--;
+    c.mr = (int32_t)(vectors * lanes);
+    c.nr = (int32_t)row;
+  }
   /* An empty output: a kernel that does nothing (for a fixed shape; an open batch may be 0 at
    * run time, which the loops handle). */
   int64_t total = 1;
@@ -683,6 +924,18 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
     c.source = L->buffer[c.g.x];
     memcpy(c.source_strides, x->strides, sizeof(int64_t) * (size_t)x->rank);
   }
+  /* The loop order: weights (per group) larger than one image's input plane set -> channel
+   * tiles outermost. */
+  {
+    const stax_jit_value_t* xv = lower_value(L, c.g.x);
+    double w_bytes = (double)c.g.mg * (double)c.g.cg * 4.0, x_bytes = (double)c.g.cg * 4.0;
+    for (int32_t i = 0; i < c.g.spatial; i++) {
+      w_bytes *= (double)c.g.window.kernel[i];
+      x_bytes *= (double)xv->dims[2 + i];
+    }
+    c.weights_outer = w_bytes > x_bytes && !getenv_flag_off("STAX_JIT_CONV_WEIGHTS_OUTER");
+  }
+  if (c.channel_vectors) emit_weight_pack(&c);
   plan_nest(&c);
   emit_axes(&c, stax_kir_add_stage(c.k, "conv"), 0);
   return stax_kir_kernel_status(c.k);

@@ -132,6 +132,59 @@ static void conv_case(const conv_spec_t* s, const stax_jit_compile_options_t* op
   tg_free(&tg);
 }
 
+/* conv_case with a constant weight (as a model's): on AVX-512, rows of at most 8 outputs and
+ * at least 16 output channels per group take channel tiles (vectors over output channels,
+ * the weights repacked once: a "pack_w" stage filling "wt" from the constant), which the
+ * kernel's IR must show exactly when expected. Two runs: the second reuses the repacked
+ * weights kept with the constant. */
+static void conv_case_constant(const conv_spec_t* s, const stax_jit_compile_options_t* options,
+                               stax_threadpool_t* pool, const char* label, bool channel_tiles) {
+  stax_jit_backend_t* backend = tg_backend();
+  if (!backend) return;
+  test_group_t tg;
+  tg_init(&tg);
+  int64_t ints[24];
+  build_conv(&tg, s, ints, STAX_DTYPE_FLOAT32);
+  int32_t w = 1; /* build_conv's second value */
+  CHECK(tg.values[w].rank == 2 + s->spatial && tg.values[w].dims[0] == s->m);
+  tg.values[w].constant = tg.tensors[w];
+  stax_buffer_set_immutable(tg.tensors[w]->buffer);
+  char name[96];
+  snprintf(name, sizeof(name), "%s_c%lld_m%lld_g%lld_in%lldx%lld", label, (long long)s->c,
+           (long long)s->m, (long long)s->group, (long long)s->input[0], (long long)s->input[1]);
+  stax_jit_compile_options_t opts = options ? *options : (stax_jit_compile_options_t){0};
+  opts.keep_kernel_ir = true;
+  stax_jit_kernel_t* kernel = NULL;
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, name), &opts, &kernel));
+  if (!kernel) {
+    tg_free(&tg);
+    return;
+  }
+  const char* ir = stax_jit_kernel_ir_text(kernel);
+  bool packed = ir && strstr(ir, "(fills wt from constant w)") != NULL;
+  if (packed != channel_tiles) fprintf(stderr, "%s: channel tiles %d, expected %d\n", name,
+                                       (int)packed, (int)channel_tiles);
+  CHECK(packed == channel_tiles);
+  stax_tensor_t* expected[TG_MAX_VALUES] = {NULL};
+  CHECK_OK(tg_reference(&tg, expected));
+  int64_t depth = (s->c / s->group) * s->kernel[0] * s->kernel[1] * s->kernel[2];
+  for (int run = 0; run < 2; run++) {
+    stax_tensor_t* actual[TG_MAX_VALUES] = {NULL};
+    CHECK_OK(tg_run(&tg, kernel, run ? pool : NULL, actual));
+    for (int32_t i = 0; i < tg.output_count; i++) {
+      int64_t bad = tg_compare(name, actual[i], expected[i], 1e-5 * (double)(depth + 1), 1e-4);
+      if (bad) fprintf(stderr, "%s: run %d output %d: %lld mismatches\n", name, run, (int)i,
+                       (long long)bad);
+      CHECK(bad == 0);
+      stax_tensor_release(actual[i]);
+    }
+  }
+  for (int32_t i = 0; i < tg.output_count; i++) stax_tensor_release(expected[i]);
+  stax_jit_kernel_release(kernel);
+  cases_run++;
+  tg_free(&tg);
+}
+
 static conv_spec_t base_spec(int32_t spatial) {
   conv_spec_t s;
   memset(&s, 0, sizeof(s));
@@ -266,6 +319,68 @@ static void test_odd_sizes(void) {
   s.activation = STAX_OP_Relu;
   s.conv_output = true;
   conv_case(&s, NULL, NULL, "identity_residual");
+}
+
+/* Narrow output rows (late CNN stages) at 512 bits: channel tiles over 7-wide rows and
+ * narrower, stride 2 into 7 wide, dilations, pads, groups of 16 and more channels, channel
+ * counts off the 32-channel tile (16, 40, 100), batches, 1-D, residuals and activations in
+ * the epilogue, the thread pool; and the cases that keep position tiles (rows wider than 8,
+ * fewer than 16 channels per group, 256-bit vectors). */
+static void test_channel_tiles(void) {
+  stax_jit_compile_options_t wide = {.vector_bits = 512}, narrow = {.vector_bits = 256};
+  stax_threadpool_t* pool = stax_threadpool_default();
+  int32_t before = cases_run;
+  static const int64_t ms[] = {16, 32, 40, 100, 64};
+  for (int32_t i = 0; i < 20; i++) {
+    conv_spec_t s = base_spec(2);
+    s.n = 1 + i % 2;
+    s.c = i % 4 == 0 ? 3 : 8 + 8 * (i % 3);
+    s.m = ms[i % 5];
+    if (i % 7 == 3) {
+      s.group = 2;
+      s.c = 16;
+      s.m = 2 * 16 * (1 + i % 2);
+    }
+    int64_t out_w = 1 + i % 8; /* 1 .. 8 outputs wide */
+    s.kernel[0] = s.kernel[1] = i % 3 == 1 ? 1 : 3;
+    s.strides[0] = s.strides[1] = i % 4 == 2 ? 2 : 1;
+    s.dilations[1] = i % 5 == 4 ? 2 : 1;
+    for (int32_t d = 0; d < 2; d++) {
+      int64_t pad = s.kernel[d] == 3 && i % 2 == 0 ? 1 : 0;
+      s.pads[d] = pad;
+      s.pads[2 + d] = i % 6 == 5 ? 0 : pad;
+      int64_t extent = s.dilations[d] * (s.kernel[d] - 1) + 1;
+      int64_t want = d == 1 ? out_w : 3 + i % 6;
+      s.input[d] = (want - 1) * s.strides[d] + extent - s.pads[d] - s.pads[2 + d];
+    }
+    s.bias = i % 3 != 2;
+    s.activation = i % 2 ? STAX_OP_Relu : NO_ACTIVATION;
+    s.residual = i % 4 == 1 ? 1 : 0;
+    s.conv_output = i % 5 == 0;
+    conv_case_constant(&s, &wide, i % 3 == 0 ? pool : NULL, "channel_tiles", true);
+  }
+  /* 1-D: rows of 5 outputs, 48 channels. */
+  conv_spec_t s = base_spec(1);
+  s.c = 12;
+  s.m = 48;
+  s.input[0] = 7;
+  s.kernel[0] = 3;
+  s.bias = true;
+  conv_case_constant(&s, &wide, NULL, "channel_tiles_1d", true);
+  /* Position tiles stay: rows of 9, 8 channels, or 256-bit vectors. */
+  s = base_spec(2);
+  s.c = 16;
+  s.m = 32;
+  s.input[0] = 9;
+  s.input[1] = 9;
+  s.kernel[0] = s.kernel[1] = 1;
+  conv_case_constant(&s, &wide, NULL, "position_tiles_wide_row", false);
+  s.input[1] = 7;
+  s.m = 8;
+  conv_case_constant(&s, &wide, NULL, "position_tiles_few_channels", false);
+  s.m = 32;
+  conv_case_constant(&s, &narrow, NULL, "position_tiles_256", false);
+  printf("  %d convolutions with a constant weight\n", (int)(cases_run - before));
 }
 
 static void test_empty(void) {
@@ -507,5 +622,6 @@ static void test_conv_performance(void) {
   time_conv(&s, "depthwise3x3 1x128x56x56 +bias+relu");
 }
 
-STAX_TEST_MAIN(STAX_TEST(test_random_convs), STAX_TEST(test_odd_sizes), STAX_TEST(test_empty),
+STAX_TEST_MAIN(STAX_TEST(test_random_convs), STAX_TEST(test_odd_sizes),
+               STAX_TEST(test_channel_tiles), STAX_TEST(test_empty),
                STAX_TEST(test_threads), STAX_TEST(test_refusals), STAX_TEST(test_conv_performance))
