@@ -436,8 +436,34 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     counted = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT64);
     stax_kir_add_declare(k, &columns->body, counted, stax_kir_float(k, STAX_DTYPE_FLOAT64, 0.0));
   }
+  /* W's index at (tile channel 0, ci 0, taps 0), and its steps per ci, kernel dim and row:
+   * W's strides, or a panel's (packed_w: the tile's panel, then [Cg][taps][T]). */
+  int64_t kernel_taps = 1;
+  for (int32_t i = 0; i < g->spatial; i++) kernel_taps *= win->kernel[i];
+  bool packed = w && t->packed_w >= 0;
+  int64_t w_ci = w ? w->strides[1] : 0, w_row = w ? w->strides[0] : 0;
+  int64_t w_dim[STAX_MAX_RANK] = {0};
+  for (int32_t i = 0; w && i < g->spatial; i++) w_dim[i] = w->strides[2 + i];
   stax_kir_index_t w_index = stax_kir_index_constant(0);
-  if (w) stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
+  if (packed) {
+    int64_t tile_rows = t->packed_tile, panel = g->cg * kernel_taps * tile_rows;
+    int64_t tiles = (g->mg + tile_rows - 1) / tile_rows;
+    w_index = t->channels;
+    for (int32_t i = 0; i < w_index.term_count; i++)
+      w_index.coefficients[i] *= g->cg * kernel_taps;
+    w_index.constant =
+        (t->channels.constant / tile_rows) * panel + t->channels.constant % tile_rows;
+    stax_kir_index_add_scaled(k, &w_index, &t->group, tiles * panel);
+    w_ci = kernel_taps * tile_rows;
+    w_row = 1;
+    int64_t after = kernel_taps;
+    for (int32_t i = 0; i < g->spatial; i++) {
+      after /= win->kernel[i];
+      w_dim[i] = after * tile_rows;
+    }
+  } else if (w) {
+    stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
+  }
   /* Reduction loops over (ci, K1, .., Ks), extent-1 ones left out; the innermost is unrolled
    * when long (a 1x1 conv's channel loop), short kernel loops LLVM unrolls by itself. */
   stax_kir_block_t* body = &columns->body;
@@ -451,12 +477,12 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     int32_t id = stax_kir_loop_id(k, loop);
     if (d < 0) {
       lower_sym_index_term(k, &x_index, id, t->src_strides[1]);
-      if (w) stax_kir_index_add_term(k, &w_index, id, w->strides[1]);
+      if (w) stax_kir_index_add_term(k, &w_index, id, w_ci);
     } else {
       lower_sym_t step = lower_sym_mul(k, lower_sym_const(win->dilations[d]), t->src_strides[2 + d]);
       lower_sym_index_term(k, &x_index, id, step);
       lower_sym_index_term(k, &m_index, id, step);
-      if (w) stax_kir_index_add_term(k, &w_index, id, w->strides[2 + d]);
+      if (w) stax_kir_index_add_term(k, &w_index, id, w_dim[d]);
     }
     body = &loop->body;
     innermost = loop;
@@ -474,7 +500,7 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
       lower_sym_index_add(k, &m_tap, offset);
       x_tap.constant += reach / t->phases;
       m_tap.constant += reach / t->phases;
-      if (w) w_tap.constant += tap * w->strides[2 + last];
+      if (w) w_tap.constant += tap * w_dim[last];
     }
     snprintf(name, sizeof(name), "x%d_%d", (int)t->tile, (int)tap);
     int32_t x_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
@@ -496,10 +522,10 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     }
     for (int32_t r = 0; r < rows; r++) {
       stax_kir_index_t weight = w_tap;
-      weight.constant += r * w->strides[0];
-      const stax_kir_expr_t* product =
-          stax_kir_fma(k, stax_kir_load(k, L->buffer[g->w], &weight), stax_kir_local(k, x_local),
-                       stax_kir_local(k, accumulators[r]));
+      weight.constant += r * w_row;
+      const stax_kir_expr_t* product = stax_kir_fma(
+          k, stax_kir_load(k, packed ? t->packed_w : L->buffer[g->w], &weight),
+          stax_kir_local(k, x_local), stax_kir_local(k, accumulators[r]));
       stax_kir_add_assign(k, body, accumulators[r], product);
     }
   }
@@ -552,7 +578,9 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
                          .rows = find_axis(c, AXIS_CHANNELS, 0)->size,
                          .lanes = find_axis(c, AXIS_POSITIONS, 0)->size,
                          .tile = c->tiles++,
-                         .mask = -1};
+                         .mask = -1,
+                         .packed_w = c->packed_w,
+                         .packed_tile = c->mr};
   for (int32_t d = 0; d < 2 + c->g.spatial; d++) t.src_strides[d] = lower_sym_const(c->source_strides[d]);
   for (int32_t i = 0; i + 1 < c->g.spatial; i++) t.outer[i] = find_axis(c, AXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);
@@ -935,7 +963,13 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
     }
     c.weights_outer = w_bytes > x_bytes && !getenv_flag_off("STAX_JIT_CONV_WEIGHTS_OUTER");
   }
-  if (c.channel_vectors) emit_weight_pack(&c);
+  /* Constant weights go into per-tile panels (emit_weight_pack) for either tile kind: a
+   * position tile's rows then read one sequential stream of MR-channel runs instead of
+   * scalars Cg*taps apart. */
+  c.packed_w = -1;
+  if (weight->constant &&
+      (c.channel_vectors || !getenv_flag_off("STAX_JIT_CONV_PACK_WEIGHTS")))
+    emit_weight_pack(&c);
   plan_nest(&c);
   emit_axes(&c, stax_kir_add_stage(c.k, "conv"), 0);
   return stax_kir_kernel_status(c.k);

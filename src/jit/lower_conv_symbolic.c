@@ -367,7 +367,8 @@ static void emit_tile(sconv_t* c, stax_kir_block_t* block) {
                          .rows = find_axis(c, SAXIS_CHANNELS, 0)->size,
                          .lanes = find_axis(c, SAXIS_POSITIONS, 0)->size,
                          .tile = c->tiles++,
-                         .mask = c->mask};
+                         .mask = c->mask,
+                         .packed_w = -1};
   for (int32_t d = 0; d < 2 + c->spatial; d++) t.src_strides[d] = c->src_strides[d];
   for (int32_t i = 0; i < c->last; i++) t.outer[i] = find_axis(c, SAXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);

@@ -189,6 +189,10 @@ typedef struct lower_conv_tile_t {
   int32_t rows, lanes;
   int32_t tile; /* numbers the tile's locals */
   int32_t mask; /* g->count_mask: the padded plane's mask buffer (indexed as one plane) */
+  /* >= 0: the weights repacked into per-tile panels [G][tile][Cg][taps][packed_tile] (a tile
+   * of packed_tile output channels, lower_conv.c's emit_weight_pack), read instead of W. */
+  int32_t packed_w;
+  int64_t packed_tile;
 } lower_conv_tile_t;
 
 void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* tile);

@@ -132,11 +132,11 @@ static void conv_case(const conv_spec_t* s, const stax_jit_compile_options_t* op
   tg_free(&tg);
 }
 
-/* conv_case with a constant weight (as a model's): on AVX-512, rows of at most 8 outputs and
- * at least 16 output channels per group take channel tiles (vectors over output channels,
- * the weights repacked once: a "pack_w" stage filling "wt" from the constant), which the
- * kernel's IR must show exactly when expected. Two runs: the second reuses the repacked
- * weights kept with the constant. */
+/* conv_case with a constant weight (as a model's): the weights are repacked once into per-tile
+ * panels (a "pack_w" stage filling "wt" from the constant), and on AVX-512 rows of at most 8
+ * outputs with at least 16 output channels per group take channel tiles (vectors over output
+ * channels), which the kernel's IR must show exactly when expected. Two runs: the second
+ * reuses the repacked weights kept with the constant. */
 static void conv_case_constant(const conv_spec_t* s, const stax_jit_compile_options_t* options,
                                stax_threadpool_t* pool, const char* label, bool channel_tiles) {
   stax_jit_backend_t* backend = tg_backend();
@@ -160,11 +160,15 @@ static void conv_case_constant(const conv_spec_t* s, const stax_jit_compile_opti
     tg_free(&tg);
     return;
   }
+  /* Either tile kind reads the weights repacked into panels; a channel tile names its
+   * per-tap weight vectors w<tile>_<tap>, a position tile its input vectors x<tile>_<tap>. */
   const char* ir = stax_jit_kernel_ir_text(kernel);
-  bool packed = ir && strstr(ir, "(fills wt from constant w)") != NULL;
-  if (packed != channel_tiles) fprintf(stderr, "%s: channel tiles %d, expected %d\n", name,
-                                       (int)packed, (int)channel_tiles);
-  CHECK(packed == channel_tiles);
+  CHECK(ir && strstr(ir, "(fills wt from constant w)") != NULL);
+  bool channel = ir && strstr(ir, "w0_0") != NULL;
+  if (channel != channel_tiles) fprintf(stderr, "%s: channel tiles %d, expected %d\n", name,
+                                        (int)channel, (int)channel_tiles);
+  CHECK(channel == channel_tiles);
+  if (ir) CHECK((strstr(ir, "x0_0") != NULL) == !channel_tiles);
   stax_tensor_t* expected[TG_MAX_VALUES] = {NULL};
   CHECK_OK(tg_reference(&tg, expected));
   int64_t depth = (s->c / s->group) * s->kernel[0] * s->kernel[1] * s->kernel[2];
@@ -380,6 +384,19 @@ static void test_channel_tiles(void) {
   conv_case_constant(&s, &wide, NULL, "position_tiles_few_channels", false);
   s.m = 32;
   conv_case_constant(&s, &narrow, NULL, "position_tiles_256", false);
+  /* Random convolutions with constant weights at every width: packed position tiles (groups,
+   * depthwise, strides into phase-split rows, dilations, channel counts off the tile), and
+   * channel tiles where a 512-bit row is narrow enough. */
+  stax_jit_compile_options_t widths[3] = {
+      {.vector_bits = 128}, {.vector_bits = 256}, {.vector_bits = 512}};
+  for (int32_t i = 0; i < 36; i++) {
+    conv_spec_t r = random_spec(i);
+    if (i % 4 == 0) r.m = 16 * (1 + i % 3) * r.group; /* enough channels for channel tiles */
+    if (r.group > 1 && r.c % r.group != 0) continue;
+    bool expect = i % 3 == 2 && output_size(&r, r.spatial - 1) <= 8 &&
+                  output_size(&r, r.spatial - 1) > 0 && r.m / r.group >= 16;
+    conv_case_constant(&r, &widths[i % 3], i % 5 == 0 ? pool : NULL, "random_constant", expect);
+  }
   printf("  %d convolutions with a constant weight\n", (int)(cases_run - before));
 }
 
