@@ -916,6 +916,8 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
    * vectors over two native vectors of output channels instead, one accumulator per position
    * (up to 14: 28 accumulator registers of 32), the weights repacked once. */
   const stax_jit_value_t* weight = lower_value(L, c.g.w);
+  /* (Channel tiles over wider rows measured the same as position tiles: 56x56x64 3x3, 1.84
+   * against 1.91 ms on one thread; ResNet-18 at 224 33.6 against 33.0 ms.) */
   if (lanes >= 16 && row > 0 && 2 * row <= lanes && c.g.mg >= lanes && weight->constant &&
       !getenv_flag_off("STAX_JIT_CONV_CHANNEL_TILES")) {
     /* Up to 12 positions (whole rows) x two channel vectors: at most 24 accumulators, as the
@@ -923,13 +925,14 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
      * x 32. (Three vectors, 48 lanes, LLVM legalizes lane by lane: 6x slower.) */
     c.channel_vectors = true;
     int64_t outer = c.g.spatial > 1 ? c.g.window.output[c.g.spatial - 2] : 1;
-    int64_t rows = 12 / row;
+    int64_t cols = row < 12 ? row : 12;
+    int64_t rows = 12 / cols;
     c.outer_rows = rows < 1 ? 1 : rows > outer ? outer : rows;
-    int64_t positions = c.outer_rows * row, vectors = 24 / positions;
+    int64_t positions = c.outer_rows * cols, vectors = 24 / positions;
     if (vectors > 2) vectors = 2;
     while (vectors > 1 && c.g.mg < vectors * lanes) vectors--;
     c.mr = (int32_t)(vectors * lanes);
-    c.nr = (int32_t)row;
+    c.nr = (int32_t)cols;
   }
   /* An empty output: a kernel that does nothing (for a fixed shape; an open batch may be 0 at
    * run time, which the loops handle). */
