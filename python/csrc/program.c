@@ -75,6 +75,13 @@ static PyObject* program_shapes(stax_program_t* program, int outputs) {
   PyObject* shapes = PyTuple_New(count);
   if (!shapes) return NULL;
   for (int32_t i = 0; i < count; i++) {
+    /* A sequence has no shape of its own (its elements may differ): None. */
+    if (outputs ? stax_program_output_is_sequence(program, i)
+                : stax_program_input_is_sequence(program, i)) {
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(shapes, i, Py_None);
+      continue;
+    }
     int32_t rank = outputs ? stax_program_output_rank(program, i) : stax_program_input_rank(program, i);
     PyObject* shape = PyTuple_New(rank);
     if (!shape) goto fail;

@@ -146,6 +146,15 @@ STAX_MUST_USE stax_status_t stax_onnx_import_graph(stax_onnx_importer_t* importe
                                                    int32_t hint_count,
                                                    const stax_onnx_input_hint_t* hints);
 
+/* ---- sequence_map.c --------------------------------------------------------------------- */
+
+/* Converts a SequenceMap node into its ONNX function: a Loop over the first input's length
+ * whose body reads each element with SequenceAt, runs the SequenceMap body and appends its
+ * outputs with SequenceInsert. */
+STAX_MUST_USE stax_status_t stax_onnx_convert_sequence_map(stax_onnx_scope_t* scope,
+                                                           const Onnx__NodeProto* node,
+                                                           int32_t index);
+
 /* ---- value_types.c ---------------------------------------------------------------------- */
 
 /* A ValueInfoProto's tensor type. Missing parts: *out_dtype INVALID (no elem_type), *out_rank

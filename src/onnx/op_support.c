@@ -98,10 +98,8 @@ const char* stax_onnx_unsupported_reason(const Onnx__NodeProto* node, int64_t op
     return "string tensors are not supported: stax's dtypes are numbers and bool with a fixed "
            "element size (include/stax/dtypes.def), which strings do not have";
   }
-  if (strcmp(op_type, "SequenceMap") == 0) {
-    return "not implemented; its function-expanded form (a Loop over SequenceAt and "
-           "SequenceInsert) runs";
-  }
+  /* SequenceMap imports as its ONNX function (src/onnx/sequence_map.c). */
+  if (strcmp(op_type, "SequenceMap") == 0) return opset < 17 ? "SequenceMap is opset 17" : NULL;
   if (stax_onnx_op_for_type(op_type) == STAX_OP_INVALID) return "not implemented";
 
   if (strcmp(op_type, "Upsample") == 0 && opset < 7) {
