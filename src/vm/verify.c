@@ -935,6 +935,34 @@ static stax_status_t stax_vm_verify_compact(const stax_vm_verifier_t* v, int32_t
   return STAX_OK;
 }
 
+typedef struct stax_vm_sequence_use_t {
+  const stax_program_t* program;
+  int32_t reg; /* a sequence register found, or -1 */
+} stax_vm_sequence_use_t;
+
+static void stax_vm_find_sequence(void* ctx, int32_t reg, bool is_def) {
+  (void)is_def;
+  stax_vm_sequence_use_t* use = ctx;
+  if (use->reg < 0 && stax_vm_is_sequence(use->program, reg)) use->reg = reg;
+}
+
+/* Segments are what the JIT lowers: they hold tensors only (a compiled program ends a segment
+ * at any instruction that touches a sequence; a file must not say otherwise). */
+static stax_status_t stax_vm_verify_segment_kinds(const stax_vm_verifier_t* v) {
+  const stax_program_t* program = v->program;
+  for (int32_t s = 0; s < program->segments_count; s++) {
+    const stax_vm_segment_t* segment = &program->segments[s];
+    for (int32_t i = segment->first; i < segment->first + segment->count; i++) {
+      stax_vm_sequence_use_t use = {program, -1};
+      stax_vm_instruction_registers(program, i, stax_vm_find_sequence, &use);
+      if (use.reg >= 0)
+        return stax_vm_reject(v, i, "segment %d holds sequence register %d; segments hold "
+                              "tensors only", s, use.reg);
+    }
+  }
+  return STAX_OK;
+}
+
 stax_status_t stax_vm_verify(const stax_program_t* program) {
   stax_vm_verifier_t v = {program};
   if (program->strings_count > 0 && program->strings[program->strings_count - 1] != '\0')
@@ -963,6 +991,7 @@ stax_status_t stax_vm_verify(const stax_program_t* program) {
     goto cleanup;
   }
   STAX_GOTO_IF_ERROR(status, stax_vm_verify_loops(&v, loop_begin, loop_end), cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_vm_verify_segment_kinds(&v), cleanup);
   STAX_GOTO_IF_ERROR(status,
                      stax_vm_verify_nesting(&v, offsets + n + 1, offsets + 2 * (size_t)n + 1),
                      cleanup);

@@ -485,6 +485,11 @@ static void test_sequence_verifier(void) {
     CHECK_ERROR(stax_vm_verify(program), STAX_INVALID_ARGUMENT, "not marked DYNAMIC_OUTPUT");
     ins->flags |= STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT;
     CHECK_OK(stax_vm_emit(program));
+    /* A segment (what the JIT lowers) that takes in the sequence op. */
+    stax_vm_segment_t segment = {i, 1};
+    CHECK_OK(STAX_VM_APPEND(program, segments, &segment, NULL));
+    CHECK_ERROR(stax_vm_verify(program), STAX_INVALID_ARGUMENT, "segments hold tensors only");
+    program->segments_count--;
     break;
   }
   CHECK_OK(stax_vm_verify(program));
