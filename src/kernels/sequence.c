@@ -1,7 +1,7 @@
 /* Kernels of the sequence ops (ops.def "sequences"): building sequences from tensors and from
  * other sequences, reading elements, splitting a tensor into a sequence and concatenating one.
  * Sequences are immutable (src/runtime/sequence.c): Insert and Erase make a new item list
- * that shares the elements. SequenceAt returns the element itself (shared, like a view);
+ * that shares the elements (appending at the end shares the list too, amortized O(1)). SequenceAt returns the element itself (shared, like a view);
  * SplitToSequence copies its pieces so a sequence never aliases a tensor its caller may
  * reuse. Positions follow ONNX: negative counts from the back; out of range is OUT_OF_RANGE
  * naming the input, the position and the length. */
@@ -117,6 +117,16 @@ stax_status_t stax_kernel_SequenceInsert(stax_kernel_call_t* call) {
                              "the most stax allows", (long long)length);
   if (stax_kernel_input(call, 2))
     STAX_RETURN_IF_ERROR(read_position(call, 2, length, length, &position));
+  if (position == length) {
+    /* Appending (the default, and what a Loop that collects values does): shares the block. */
+    if (call->outputs[0])
+      return stax_kernel_error(call, STAX_INTERNAL, "a sequence output cannot be preallocated");
+    stax_tensor_t* appended = NULL;
+    STAX_RETURN_IF_ERROR(stax_sequence_append(call->allocator, sequence, tensor, &appended),
+                         "SequenceInsert node '%s'", call->node->name);
+    stax_kernel_set_output(call, 0, appended);
+    return STAX_OK;
+  }
   stax_tensor_t** items = NULL;
   STAX_RETURN_IF_ERROR(scratch_items(call, length + 1, &items));
   for (int64_t k = 0; k < position; k++) items[k] = sequence->items[k];

@@ -4,6 +4,7 @@
  * empty sequences), sequences carried by Loop and returned by If, the memory plan keeping a
  * sequence's elements intact, the verifier rejecting sequence registers where tensors belong,
  * and a save/load round trip. Both dispatch loops. */
+#include "runtime/tensor_internal.h"
 #include "test_vm_util.h"
 #include "vm/program.h"
 
@@ -81,6 +82,34 @@ static void test_sequence_object(void) {
   stax_tensor_release(empty);
   stax_tensor_release(c);
   stax_tensor_release(s);
+}
+
+/* Appending shares the element block while nothing else appended after the last element; a
+ * second append to the same sequence copies. Each sequence keeps its own elements. */
+static void test_sequence_append_shares(void) {
+  stax_tensor_t* t[4] = {rows(1, 0), rows(1, 10), rows(1, 20), rows(1, 30)};
+  stax_tensor_t *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL, *s5 = NULL;
+  CHECK_OK(stax_sequence_create(vm_alloc(), STAX_DTYPE_FLOAT32, 1, t, &s1));
+  if (!s1) return;
+  CHECK_OK(stax_sequence_append(vm_alloc(), s1, t[1], &s2)); /* s1's block is full: copies */
+  CHECK_OK(stax_sequence_append(vm_alloc(), s2, t[2], &s3)); /* shares s2's block */
+  CHECK_OK(stax_sequence_append(vm_alloc(), s2, t[3], &s4)); /* slot 2 is taken: copies */
+  CHECK_OK(stax_sequence_append(vm_alloc(), s3, t[3], &s5)); /* shares again */
+  if (!s2 || !s3 || !s4 || !s5) return;
+  CHECK(s3->block == s2->block && s5->block == s2->block && s4->block != s2->block);
+  CHECK_EQ_INT(stax_sequence_length(s1), 1);
+  CHECK_EQ_INT(stax_sequence_length(s2), 2);
+  CHECK_EQ_INT(stax_sequence_length(s5), 4);
+  CHECK(stax_sequence_at(s3, 2) == t[2] && stax_sequence_at(s4, 2) == t[3]);
+  CHECK(stax_sequence_at(s2, 2) == NULL);
+  for (int k = 0; k < 4; k++) stax_tensor_release(t[k]);
+  stax_tensor_release(s2); /* the shared block lives on in s3 and s5 */
+  stax_tensor_release(s3);
+  CHECK_NEAR(vm_f32(stax_sequence_at(s5, 3))[0], 30, 0);
+  CHECK_NEAR(vm_f32(stax_sequence_at(s4, 1))[0], 10, 0);
+  stax_tensor_release(s5);
+  stax_tensor_release(s4);
+  stax_tensor_release(s1);
 }
 
 /* ---- the ops ------------------------------------------------------------------------------ */
@@ -496,7 +525,8 @@ static void test_sequence_verifier(void) {
   stax_program_release(program);
 }
 
-STAX_TEST_MAIN(STAX_TEST(test_sequence_object), STAX_TEST(test_sequence_ops),
+STAX_TEST_MAIN(STAX_TEST(test_sequence_object), STAX_TEST(test_sequence_append_shares),
+               STAX_TEST(test_sequence_ops),
                STAX_TEST(test_sequence_positions_out_of_range),
                STAX_TEST(test_sequence_build_errors), STAX_TEST(test_split_to_sequence),
                STAX_TEST(test_sequence_loop_and_if), STAX_TEST(test_sequence_verifier))
