@@ -37,7 +37,10 @@ enum {
   STAX_OPF_SHAPE_ONLY = 1u << 6,     /* reads only its input's shape */
   STAX_OPF_OPTIONAL_SLOTS = 1u << 7, /* even the first min_inputs may be omitted (Loop's M and
                                         cond): the slots must exist, the values need not */
+  STAX_OPF_SEQUENCE_IN = 1u << 8,    /* input 0 is a sequence value (the rest are tensors) */
+  STAX_OPF_SEQUENCE_OUT = 1u << 9,   /* output 0 is a sequence value */
 };
+#define STAX_OPF_SEQUENCE (STAX_OPF_SEQUENCE_IN | STAX_OPF_SEQUENCE_OUT)
 
 const char* stax_op_name(stax_op_t op);          /* "invalid" for a bad op */
 stax_op_t stax_op_from_name(const char* name);   /* STAX_OP_INVALID if unknown */
@@ -117,6 +120,15 @@ STAX_MUST_USE stax_status_t stax_graph_add_input(stax_graph_t* graph, const char
                                                  stax_dtype_t dtype, int32_t rank,
                                                  const stax_dim_t* const* dims,
                                                  stax_value_id_t* out_value);
+/* A graph input holding a sequence of tensors (ONNX sequence(tensor(dtype))). elem_rank is
+ * the rank every element has, or -1 when unknown (elements may then differ in rank);
+ * elem_dims (NULL, or elem_rank entries) gives dims every element shares, NULL entries for
+ * dims that may differ between elements. A sequence value has rank 0 as a tensor (the
+ * handle); stax_value_is_sequence tells them apart. */
+STAX_MUST_USE stax_status_t stax_graph_add_sequence_input(stax_graph_t* graph, const char* name,
+                                                          stax_dtype_t dtype, int32_t elem_rank,
+                                                          const stax_dim_t* const* elem_dims,
+                                                          stax_value_id_t* out_value);
 /* A constant (weights); the graph retains the tensor. */
 STAX_MUST_USE stax_status_t stax_graph_add_initializer(stax_graph_t* graph, const char* name,
                                                        stax_tensor_t* tensor,
@@ -168,6 +180,11 @@ const char* stax_value_name(const stax_graph_t* graph, stax_value_id_t value);
 stax_dtype_t stax_value_dtype(const stax_graph_t* graph, stax_value_id_t value);
 int32_t stax_value_rank(const stax_graph_t* graph, stax_value_id_t value);
 const stax_dim_t* const* stax_value_dims(const stax_graph_t* graph, stax_value_id_t value);
+/* Sequence values: is_sequence, and the elements' rank (-1: unknown or not a sequence) and
+ * shared dims (elem_rank entries, NULL where elements may differ). */
+bool stax_value_is_sequence(const stax_graph_t* graph, stax_value_id_t value);
+int32_t stax_value_elem_rank(const stax_graph_t* graph, stax_value_id_t value);
+const stax_dim_t* const* stax_value_elem_dims(const stax_graph_t* graph, stax_value_id_t value);
 /* The constant tensor of an initializer or a value known at build time; NULL otherwise. */
 stax_tensor_t* stax_value_constant(const stax_graph_t* graph, stax_value_id_t value);
 /* The producing node, or -1 for inputs, initializers and captures. */

@@ -103,6 +103,19 @@ STAX_MUST_USE stax_status_t stax_onnx_parse_tensor(stax_allocator_t allocator, c
                                                    char** out_tensor_name);
 void stax_onnx_string_free(stax_allocator_t allocator, char* string);
 
+/* Loads a serialized SequenceProto of tensors (a sequence value's test data) into a new
+ * sequence (stax_sequence_create). The proto does not record the dtype of an empty sequence:
+ * it gets empty_dtype. Sparse tensors, nested sequences, maps and optionals are UNIMPLEMENTED;
+ * a malformed file is INVALID_ARGUMENT naming the byte offset. */
+STAX_MUST_USE stax_status_t stax_onnx_load_sequence_file(stax_allocator_t allocator,
+                                                         const char* path,
+                                                         stax_dtype_t empty_dtype,
+                                                         stax_tensor_t** out_sequence);
+STAX_MUST_USE stax_status_t stax_onnx_parse_sequence(stax_allocator_t allocator,
+                                                     const void* data, size_t size,
+                                                     const char* name, stax_dtype_t empty_dtype,
+                                                     stax_tensor_t** out_sequence);
+
 #ifdef __cplusplus
 }
 #endif

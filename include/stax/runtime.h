@@ -114,6 +114,23 @@ stax_buffer_t* stax_tensor_buffer(const stax_tensor_t* tensor); /* borrowed */
 void* stax_tensor_data(const stax_tensor_t* tensor);
 bool stax_tensor_is_contiguous(const stax_tensor_t* tensor);
 
+/* Sequences (ONNX sequence values): an ordered, immutable list of tensors of one dtype, carried
+ * by the same handle type as tensors so that stax_context_run takes and returns both. A
+ * sequence handle has rank 0 and the elements' dtype; stax_tensor_data returns NULL for it, and
+ * the tensor functions below refuse it (INVALID_ARGUMENT). Elements may differ in shape.
+ * stax_sequence_create retains each element; every element must be a tensor (not a sequence)
+ * of `dtype`, else INVALID_ARGUMENT / DTYPE_MISMATCH naming the element. length may be 0. */
+STAX_MUST_USE stax_status_t stax_sequence_create(stax_allocator_t allocator, stax_dtype_t dtype,
+                                                 int64_t length,
+                                                 stax_tensor_t* const* elements,
+                                                 stax_tensor_t** out_sequence);
+bool stax_tensor_is_sequence(const stax_tensor_t* value);
+/* The number of elements; -1 when `sequence` is a tensor. */
+int64_t stax_sequence_length(const stax_tensor_t* sequence);
+/* Element `index` (0 <= index < length; borrowed), or NULL when out of range or not a
+ * sequence. */
+stax_tensor_t* stax_sequence_at(const stax_tensor_t* sequence, int64_t index);
+
 /* Views: metadata only, no data copied. Each returns a new tensor sharing the buffer.
  * reshape: one dim may be -1 (inferred), 0 copies the input dim (ONNX rule, unless
  * allow_zero). Fails with SHAPE_MISMATCH when element counts differ, and with

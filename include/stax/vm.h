@@ -95,6 +95,10 @@ stax_dtype_t stax_program_input_dtype(const stax_program_t* program, int32_t ind
 stax_dtype_t stax_program_output_dtype(const stax_program_t* program, int32_t index);
 int32_t stax_program_input_rank(const stax_program_t* program, int32_t index);
 int32_t stax_program_output_rank(const stax_program_t* program, int32_t index);
+/* Whether an input/output is a sequence value (a tensor handle made by
+ * stax_sequence_create; its dtype is the elements'). */
+bool stax_program_input_is_sequence(const stax_program_t* program, int32_t index);
+bool stax_program_output_is_sequence(const stax_program_t* program, int32_t index);
 /* The declared dims of an input/output, printed ("B", "64", "2*S + 1") into buf. */
 int stax_program_input_dim_text(const stax_program_t* program, int32_t index, int32_t dim,
                                 char* buf, size_t size);

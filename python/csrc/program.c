@@ -75,6 +75,13 @@ static PyObject* program_shapes(stax_program_t* program, int outputs) {
   PyObject* shapes = PyTuple_New(count);
   if (!shapes) return NULL;
   for (int32_t i = 0; i < count; i++) {
+    /* A sequence has no shape of its own (its elements may differ): None. */
+    if (outputs ? stax_program_output_is_sequence(program, i)
+                : stax_program_input_is_sequence(program, i)) {
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(shapes, i, Py_None);
+      continue;
+    }
     int32_t rank = outputs ? stax_program_output_rank(program, i) : stax_program_input_rank(program, i);
     PyObject* shape = PyTuple_New(rank);
     if (!shape) goto fail;
@@ -457,6 +464,91 @@ static int program_check_input(StaxProgramObject* self, int32_t i, const stax_te
   return 0;
 }
 
+/* A sequence input from a list or tuple of arrays (each converted as a tensor input is, to
+ * the sequence's dtype). Anything else is an error naming the input. */
+static int program_to_sequence(StaxProgramObject* self, int32_t i, PyObject* value,
+                               stax_tensor_t** out_sequence) {
+  *out_sequence = NULL;
+  const char* what = self->input_what[i];
+  stax_dtype_t dtype = self->input_dtypes[i];
+  if (!PyList_Check(value) && !PyTuple_Check(value)) {
+    stax_py_raise_code(STAX_INVALID_ARGUMENT,
+                       "%s is a sequence of %s tensors: pass a list of arrays, got %s", what,
+                       stax_dtype_name(dtype), Py_TYPE(value)->tp_name);
+    return -1;
+  }
+  PyObject* items = PySequence_Fast(value, "a sequence input must be a list");
+  if (!items) return -1;
+  Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+  stax_tensor_t** tensors = calloc((size_t)(count > 0 ? count : 1), sizeof(*tensors));
+  int result = -1;
+  Py_ssize_t made = 0;
+  if (!tensors) {
+    PyErr_NoMemory();
+    goto cleanup;
+  }
+  for (; made < count; made++) {
+    char element_what[512];
+    snprintf(element_what, sizeof(element_what), "%s element %zd", what, made);
+    if (stax_py_to_tensor(PySequence_Fast_GET_ITEM(items, made), dtype, element_what,
+                          &tensors[made]) < 0)
+      goto cleanup;
+    if (stax_tensor_dtype(tensors[made]) != dtype) {
+      stax_py_raise_code(STAX_DTYPE_MISMATCH, "%s: expected dtype %s, got %s", element_what,
+                         stax_dtype_name(dtype), stax_dtype_name(stax_tensor_dtype(tensors[made])));
+      made++;
+      goto cleanup;
+    }
+  }
+  stax_status_t status = stax_sequence_create(stax_allocator_system(), dtype, count, tensors,
+                                              out_sequence);
+  if (status) {
+    stax_py_raise(status, what);
+    goto cleanup;
+  }
+  result = 0;
+cleanup:
+  for (Py_ssize_t k = 0; k < made; k++) stax_tensor_release(tensors[k]);
+  free(tensors);
+  Py_DECREF(items);
+  return result;
+}
+
+/* A sequence output as a list: each element as a tensor output would be (numpy array, or
+ * stax.Tensor in the tensor call modes). Takes over `sequence`. */
+static PyObject* program_sequence_to_list(stax_tensor_t* sequence, int tensors) {
+  int64_t length = stax_sequence_length(sequence);
+  PyObject* list = PyList_New((Py_ssize_t)length);
+  if (!list) {
+    stax_tensor_release(sequence);
+    return NULL;
+  }
+  for (int64_t k = 0; k < length; k++) {
+    stax_tensor_t* element = stax_sequence_at(sequence, k);
+    stax_tensor_retain(element);
+    PyObject* item = stax_py_tensor_new(element, 0);
+    if (item && !tensors && stax_py_hook_asarray &&
+        stax_py_dtype_format(stax_tensor_dtype(element))) {
+      PyObject* array = PyObject_CallOneArg(stax_py_hook_asarray, item);
+      Py_DECREF(item);
+      item = array;
+    } else if (item && !tensors && stax_py_hook_bfloat16 &&
+               stax_tensor_dtype(element) == STAX_DTYPE_BFLOAT16) {
+      PyObject* array = PyObject_CallOneArg(stax_py_hook_bfloat16, item);
+      Py_DECREF(item);
+      item = array;
+    }
+    if (!item) {
+      Py_DECREF(list);
+      stax_tensor_release(sequence);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)k, item);
+  }
+  stax_tensor_release(sequence);
+  return list;
+}
+
 /* The outputs as Python objects: `select` (count entries, indices into the outputs, repeats
  * allowed; NULL: every output in order) says which, in which order. Every output is
  * released. */
@@ -467,8 +559,11 @@ static PyObject* program_outputs_to_python(StaxProgramObject* self, stax_tensor_
   PyObject* wrapped = PyTuple_New(n); /* Tensor objects, one per output */
   PyObject* items = NULL;
   if (!wrapped) goto cleanup;
+  int tensors = mode == CALL_TENSOR || mode == CALL_TENSOR_DICT;
   for (int32_t o = 0; o < n; o++) {
-    PyObject* tensor = stax_py_tensor_new(outputs[o], self->output_readonly[o]);
+    PyObject* tensor = stax_tensor_is_sequence(outputs[o])
+                           ? program_sequence_to_list(outputs[o], tensors)
+                           : stax_py_tensor_new(outputs[o], self->output_readonly[o]);
     outputs[o] = NULL; /* stolen, also on failure */
     if (!tensor) goto cleanup;
     PyTuple_SET_ITEM(wrapped, o, tensor);
@@ -476,11 +571,15 @@ static PyObject* program_outputs_to_python(StaxProgramObject* self, stax_tensor_
   if (!select) count = n;
   items = PyTuple_New(count);
   if (!items) goto cleanup;
-  int tensors = mode == CALL_TENSOR || mode == CALL_TENSOR_DICT;
   for (int32_t k = 0; k < count; k++) {
     int32_t o = select ? select[k] : k;
     PyObject* tensor = PyTuple_GET_ITEM(wrapped, o);
     PyObject* item = tensor;
+    if (PyList_Check(tensor)) { /* a sequence output, already converted */
+      Py_INCREF(item);
+      PyTuple_SET_ITEM(items, k, item);
+      continue;
+    }
     stax_dtype_t out_dtype = stax_tensor_dtype(((StaxTensorObject*)tensor)->tensor);
     if (!tensors && stax_py_hook_asarray && stax_py_dtype_format(out_dtype)) {
       item = PyObject_CallOneArg(stax_py_hook_asarray, tensor);
@@ -540,6 +639,10 @@ static PyObject* program_execute(StaxProgramObject* self, PyObject* const* args,
   if (program_order_arguments(self, args, nargs, kwargs, ordered) < 0) goto cleanup;
   for (; converted < n_in; converted++) {
     int32_t i = converted;
+    if (stax_program_input_is_sequence(self->program, i)) {
+      if (program_to_sequence(self, i, ordered[i], &inputs[i]) < 0) goto cleanup;
+      continue;
+    }
     if (stax_py_to_tensor(ordered[i], self->input_dtypes[i], self->input_what[i], &inputs[i]) < 0)
       goto cleanup;
     if (program_check_input(self, i, inputs[i]) < 0) {

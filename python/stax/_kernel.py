@@ -40,8 +40,10 @@ class TensorInfo(collections.namedtuple("TensorInfo", ["name", "dtype", "shape"]
 
     @property
     def type(self):
-        """The ONNX Runtime type string: "tensor(float)", "tensor(int64)", ..."""
-        return f"tensor({_ORT_TYPES.get(self.dtype, self.dtype)})"
+        """The ONNX Runtime type string: "tensor(float)", "tensor(int64)", ...; a sequence
+        (shape None) is "seq(tensor(float))"."""
+        tensor = f"tensor({_ORT_TYPES.get(self.dtype, self.dtype)})"
+        return f"seq({tensor})" if self.shape is None else tensor
 
 # How a call returns outputs (program.c): one array or a tuple; a dict by output name; a tuple
 # of stax Tensors; always a tuple of arrays; a dict of stax Tensors.
@@ -360,6 +362,8 @@ class Kernel(_C.Program):
 
     def __repr__(self):
         def text(info):
+            if info.shape is None:
+                return f"{info.name}: seq({info.dtype})"
             return f"{info.name}: {info.dtype}[{', '.join(str(d) for d in info.shape)}]"
         ins = ", ".join(text(i) for i in self.inputs)
         outs = ", ".join(text(o) for o in self.outputs)

@@ -900,6 +900,52 @@ def unique(x, axis=None, sorted=True, return_all=False, name=None):  # noqa: A00
                       name=name)
 
 
+# ---- sequences (ONNX sequence values; a compiled program takes and returns them as lists) ----
+
+
+def sequence_empty(dtype="float32", name=None):
+    """An empty ONNX sequence of `dtype` tensors."""
+    return ops.SequenceEmpty(dtype=dtype, name=name)
+
+
+def sequence_construct(*tensors, name=None):
+    """A sequence of the given tensors (one dtype, any shapes)."""
+    return ops.SequenceConstruct(*tensors, name=name)
+
+
+def sequence_insert(sequence, tensor, position=None, name=None):
+    """A new sequence with `tensor` inserted before `position` (default: at the end;
+    negative counts from the back)."""
+    return ops.SequenceInsert(sequence, tensor, position, name=name)
+
+
+def sequence_erase(sequence, position=None, name=None):
+    """A new sequence without the element at `position` (default: the last)."""
+    return ops.SequenceErase(sequence, position, name=name)
+
+
+def sequence_at(sequence, position, name=None):
+    """The element at `position` (negative counts from the back)."""
+    return ops.SequenceAt(sequence, position, name=name)
+
+
+def sequence_length(sequence, name=None):
+    """The number of elements, an int64 scalar."""
+    return ops.SequenceLength(sequence, name=name)
+
+
+def split_to_sequence(x, split=None, axis=0, keepdims=1, name=None):
+    """ONNX SplitToSequence: x cut along `axis` into pieces of `split` (a chunk size, or one
+    size per piece), or of 1 (then keepdims=0 drops the axis)."""
+    return ops.SplitToSequence(x, split, axis=axis, keepdims=keepdims, name=name)
+
+
+def concat_from_sequence(sequence, axis, new_axis=0, name=None):
+    """ONNX ConcatFromSequence: the elements joined along `axis` (new_axis=1 stacks them on a
+    new axis)."""
+    return ops.ConcatFromSequence(sequence, axis=axis, new_axis=new_axis, name=name)
+
+
 # ---- object detection ------------------------------------------------------------------------
 
 
@@ -1066,6 +1112,10 @@ NUMPY_NAMES = {
     "SpaceToDepth": "space_to_depth", "Compress": "compress", "NonZero": "nonzero",
     "TopK": "topk", "Unique": "unique", "NonMaxSuppression": "non_max_suppression",
     "RoiAlign": "roi_align", "If": "cond", "Loop": "loop",
+    "SequenceEmpty": "sequence_empty", "SequenceConstruct": "sequence_construct",
+    "SequenceInsert": "sequence_insert", "SequenceErase": "sequence_erase",
+    "SequenceAt": "sequence_at", "SequenceLength": "sequence_length",
+    "SplitToSequence": "split_to_sequence", "ConcatFromSequence": "concat_from_sequence",
     "QuantizeLinear": "quantize_linear", "DequantizeLinear": "dequantize_linear",
     "DynamicQuantizeLinear": "dynamic_quantize_linear", "MatMulInteger": "matmul_integer",
     "QLinearMatMul": "qlinear_matmul", "ConvInteger": "conv_integer",

@@ -154,6 +154,14 @@ TopK: x:x k:i | axis:INT largest:INT sorted:INT | 2
 Unique: x:x | axis:INT sorted:INT | 1-4
 NonMaxSuppression: boxes:x scores:x max_output_boxes_per_class:i? iou_threshold:f? score_threshold:f? | center_point_box:INT | 1
 RoiAlign: x:x rois:x batch_indices:i | coordinate_transformation_mode:STRING mode:STRING output_height:INT output_width:INT sampling_ratio:INT spatial_scale:FLOAT | 1
+SequenceEmpty: | dtype:DTYPE | 1
+SequenceConstruct: inputs:x* | | 1
+SequenceInsert: input_sequence:a tensor:x position:i? | | 1
+SequenceErase: input_sequence:a position:i? | | 1
+SequenceAt: input_sequence:a position:i | | 1
+SequenceLength: input_sequence:a | | 1
+SplitToSequence: input:x split:i? | axis:INT keepdims:INT | 1
+ConcatFromSequence: input_sequence:a | axis:INT new_axis:INT | 1
 If: cond:c | then_branch:GRAPH else_branch:GRAPH | 1-*
 Loop: max_trip_count:i? cond:c? initial:a* | body:GRAPH | 1-*
 """

@@ -230,6 +230,11 @@ cleanup:
 }
 
 stax_status_t stax_npy_save(const stax_tensor_t* tensor, const char* path) {
+  if (stax_tensor_is_sequence(tensor))
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "cannot write %s: the value is a sequence (an .npy file holds one "
+                            "array; write each element)",
+                            path);
   stax_dtype_t dtype = stax_tensor_dtype(tensor);
   const char* code = NULL;
   for (size_t i = 0; i < sizeof(npy_dtypes) / sizeof(npy_dtypes[0]); i++)

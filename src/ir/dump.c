@@ -82,6 +82,21 @@ static stax_status_t stax_dump_type(stax_dump_writer_t* writer, const stax_graph
     stax_dump_printf(writer, "?");
     return STAX_OK;
   }
+  if (value->is_sequence) {
+    /* "seq(float32[?, 3])": the shape every element has; "seq(float32)" when unknown. */
+    stax_dump_printf(writer, "seq(%s", stax_dtype_name(value->dtype));
+    if (value->elem_rank >= 0 && value->elem_rank <= STAX_MAX_RANK) {
+      stax_dump_printf(writer, "[");
+      for (int32_t d = 0; d < value->elem_rank; d++) {
+        if (d) stax_dump_printf(writer, ", ");
+        STAX_RETURN_IF_ERROR(stax_dump_dim(writer, graph->shape,
+                                           value->elem_dims ? value->elem_dims[d] : NULL));
+      }
+      stax_dump_printf(writer, "]");
+    }
+    stax_dump_printf(writer, ")");
+    return STAX_OK;
+  }
   stax_dump_printf(writer, "%s[", stax_dtype_name(value->dtype));
   for (int32_t d = 0; d < value->rank; d++) {
     if (d) stax_dump_printf(writer, ", ");

@@ -95,6 +95,7 @@ static void stax_value_init(stax_value_t* value, const char* name, uint32_t flag
   value->flags = flags;
   value->content_count = -1;
   value->outer_value = STAX_VALUE_NONE;
+  value->elem_rank = -1;
 }
 
 /* Checks that a new graph-level value's name is usable. */
@@ -241,6 +242,47 @@ stax_status_t stax_graph_add_input(stax_graph_t* graph, const char* name, stax_d
   return STAX_OK;
 }
 
+stax_status_t stax_graph_add_sequence_input(stax_graph_t* graph, const char* name,
+                                            stax_dtype_t dtype, int32_t elem_rank,
+                                            const stax_dim_t* const* elem_dims,
+                                            stax_value_id_t* out_value) {
+  if (out_value) *out_value = STAX_VALUE_NONE;
+  if (graph == NULL) {
+    return stax_status_make(STAX_INVALID_ARGUMENT, "stax_graph_add_sequence_input: graph is NULL");
+  }
+  STAX_RETURN_IF_ERROR(stax_graph_check_new_name(graph, "graph input", name));
+  if (!stax_dtype_valid(dtype)) {
+    return stax_status_make(STAX_INVALID_ARGUMENT, "graph input '%s': invalid dtype %d", name,
+                            (int)dtype);
+  }
+  if (elem_rank < -1 || elem_rank > STAX_MAX_RANK) {
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "graph input '%s': element rank %d is outside -1..%d", name,
+                            elem_rank, STAX_MAX_RANK);
+  }
+  STAX_RETURN_IF_ERROR(
+      stax_graph_reserve_id(graph, &graph->inputs, &graph->input_capacity, graph->input_count));
+  stax_value_t value;
+  stax_value_init(&value, name, STAX_VALUE_IS_INPUT);
+  value.dtype = dtype;
+  value.rank = 0;
+  value.is_sequence = true;
+  value.elem_rank = elem_rank;
+  if (elem_rank > 0) {
+    const stax_dim_t* dims[STAX_MAX_RANK];
+    for (int32_t d = 0; d < elem_rank; d++) dims[d] = elem_dims ? elem_dims[d] : NULL;
+    void* copy = NULL;
+    STAX_RETURN_IF_ERROR(stax_arena_memdup(&graph->arena, dims,
+                                           (size_t)elem_rank * sizeof(dims[0]), &copy));
+    value.elem_dims = copy;
+  }
+  stax_value_id_t id = STAX_VALUE_NONE;
+  STAX_RETURN_IF_ERROR(stax_graph_append_value(graph, &value, &id));
+  graph->inputs[graph->input_count++] = id;
+  if (out_value) *out_value = id;
+  return STAX_OK;
+}
+
 /* Reads the small integer contents of an initializer as constant dims. */
 static stax_status_t stax_graph_initializer_content(stax_graph_t* graph, const char* name,
                                                     stax_tensor_t* tensor,
@@ -371,6 +413,9 @@ stax_status_t stax_graph_capture(stax_graph_t* subgraph, stax_value_id_t outer_v
     value.content_count = outer->content_count;
   }
   value.constant = outer->constant;
+  value.is_sequence = outer->is_sequence;
+  value.elem_rank = outer->elem_rank;
+  value.elem_dims = outer->elem_dims; /* arena memory of an ancestor, which outlives this graph */
   stax_value_id_t id = STAX_VALUE_NONE;
   STAX_RETURN_IF_ERROR(stax_graph_append_value(subgraph, &value, &id));
   if (value.constant) stax_tensor_retain(value.constant);
@@ -645,6 +690,11 @@ stax_status_t stax_graph_declare_shape(stax_graph_t* graph, stax_value_id_t valu
                             value, graph->value_count);
   }
   const stax_value_t* target = &graph->values[value];
+  if (target->is_sequence) {
+    return stax_status_make(STAX_INVALID_ARGUMENT,
+                            "value '%s': declared as a tensor, but it is a sequence of %s tensors",
+                            target->name, stax_dtype_name(target->dtype));
+  }
   if (dtype != target->dtype) {
     return stax_status_make(STAX_DTYPE_MISMATCH,
                             "value '%s': declared dtype %s, inferred dtype %s", target->name,
@@ -713,6 +763,20 @@ int32_t stax_value_rank(const stax_graph_t* graph, stax_value_id_t value) {
 
 const stax_dim_t* const* stax_value_dims(const stax_graph_t* graph, stax_value_id_t value) {
   return stax_graph_value_valid(graph, value) ? graph->values[value].dims : NULL;
+}
+
+bool stax_value_is_sequence(const stax_graph_t* graph, stax_value_id_t value) {
+  return stax_graph_value_valid(graph, value) && graph->values[value].is_sequence;
+}
+
+int32_t stax_value_elem_rank(const stax_graph_t* graph, stax_value_id_t value) {
+  return stax_graph_value_valid(graph, value) ? graph->values[value].elem_rank : -1;
+}
+
+const stax_dim_t* const* stax_value_elem_dims(const stax_graph_t* graph, stax_value_id_t value) {
+  return stax_graph_value_valid(graph, value)
+             ? (const stax_dim_t* const*)graph->values[value].elem_dims
+             : NULL;
 }
 
 stax_tensor_t* stax_value_constant(const stax_graph_t* graph, stax_value_id_t value) {

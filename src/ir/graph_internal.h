@@ -51,6 +51,11 @@ enum {
   STAX_VALUE_IS_DEAD = 1u << 4,    /* its producer was removed by a pass; nothing uses it */
 };
 
+/* elem_rank of a sequence whose elements' rank is not known (they may differ), and of one
+ * known to be empty (SequenceEmpty): merging it with another sequence gives the other's. */
+#define STAX_ELEM_RANK_UNKNOWN (-1)
+#define STAX_ELEM_RANK_EMPTY (-2)
+
 typedef struct stax_value_t {
   const char* name;
   stax_dtype_t dtype;
@@ -66,6 +71,13 @@ typedef struct stax_value_t {
   int32_t content_count;
   const stax_dim_t** content;
   stax_value_id_t outer_value; /* for captures: the value in the parent graph */
+  /* A sequence value (ONNX sequence(tensor)): dtype is the elements' dtype and rank 0, dims
+   * NULL (the handle the VM holds, so tensor code sees a harmless scalar); elem_rank is the
+   * elements' rank (-1: unknown, they may differ) and elem_dims their shared dims (NULL
+   * entries where elements may differ). is_sequence false: elem_rank -1, elem_dims NULL. */
+  bool is_sequence;
+  int32_t elem_rank; /* or STAX_ELEM_RANK_UNKNOWN / STAX_ELEM_RANK_EMPTY */
+  const stax_dim_t** elem_dims;
 } stax_value_t;
 
 struct stax_graph_s {
@@ -108,6 +120,20 @@ const stax_value_t* stax_infer_input(const stax_shape_infer_t* ic, int32_t i);
 STAX_MUST_USE stax_status_t stax_infer_set_output(stax_shape_infer_t* ic, int32_t i,
                                                   stax_dtype_t dtype, int32_t rank,
                                                   const stax_dim_t* const* dims);
+/* Makes output i a sequence of `dtype` tensors whose elements have elem_rank (-1: unknown)
+ * and share elem_dims (NULL, or elem_rank entries with NULL where they may differ). */
+STAX_MUST_USE stax_status_t stax_infer_set_sequence_output(stax_shape_infer_t* ic, int32_t i,
+                                                           stax_dtype_t dtype, int32_t elem_rank,
+                                                           const stax_dim_t* const* elem_dims);
+/* Merges what two sequences (or a sequence and a tensor to be inserted) say about their
+ * elements: the rank when both agree (EMPTY gives way to the other), and each dim both know
+ * equal, NULL otherwise; constants_only keeps symbolic dims out (loop-carried and branch
+ * results, whose symbols may be bound per iteration or per branch). out_dims has
+ * STAX_MAX_RANK entries. */
+void stax_shape_merge_elements(stax_shape_ctx_t* shape, int32_t rank_a,
+                               const stax_dim_t* const* dims_a, int32_t rank_b,
+                               const stax_dim_t* const* dims_b, bool constants_only,
+                               int32_t* out_rank, const stax_dim_t** out_dims);
 /* Records symbolic contents of output i (small integer tensors). */
 STAX_MUST_USE stax_status_t stax_infer_set_content(stax_shape_infer_t* ic, int32_t i,
                                                    int32_t count,
@@ -150,6 +176,15 @@ STAX_MUST_USE stax_status_t stax_node_attr_floats(const stax_node_t* node, const
 
 /* ---- op table and attribute schema (src/ir/ops.c, src/ir/attrs.c) ----------------------- */
 
+/* Whether operand k of an op must be a sequence value (STAX_OPF_SEQUENCE_IN/OUT), a tensor,
+ * or may be either (Identity, If, Loop pass sequences through). */
+typedef enum stax_operand_kind_e {
+  STAX_OPERAND_TENSOR = 0,
+  STAX_OPERAND_SEQUENCE = 1,
+  STAX_OPERAND_ANY = 2,
+} stax_operand_kind_t;
+stax_operand_kind_t stax_op_input_kind(stax_op_t op, int32_t k);
+stax_operand_kind_t stax_op_output_kind(stax_op_t op, int32_t k);
 int32_t stax_op_min_inputs(stax_op_t op);
 int32_t stax_op_max_inputs(stax_op_t op);   /* -1: variadic */
 int32_t stax_op_min_outputs(stax_op_t op);

@@ -29,6 +29,24 @@ const char* stax_op_name(stax_op_t op) {
 
 uint32_t stax_op_flags(stax_op_t op) { return stax_op_valid(op) ? stax_op_table[op].flags : 0; }
 
+static bool stax_op_passes_sequences(stax_op_t op) {
+  return op == STAX_OP_Identity || (stax_op_flags(op) & STAX_OPF_CONTROL);
+}
+
+stax_operand_kind_t stax_op_input_kind(stax_op_t op, int32_t k) {
+  if (stax_op_passes_sequences(op) && !(op == STAX_OP_If && k == 0) &&
+      !(op == STAX_OP_Loop && k < 2))
+    return STAX_OPERAND_ANY;
+  return k == 0 && (stax_op_flags(op) & STAX_OPF_SEQUENCE_IN) ? STAX_OPERAND_SEQUENCE
+                                                               : STAX_OPERAND_TENSOR;
+}
+
+stax_operand_kind_t stax_op_output_kind(stax_op_t op, int32_t k) {
+  if (stax_op_passes_sequences(op)) return STAX_OPERAND_ANY;
+  return k == 0 && (stax_op_flags(op) & STAX_OPF_SEQUENCE_OUT) ? STAX_OPERAND_SEQUENCE
+                                                                : STAX_OPERAND_TENSOR;
+}
+
 int32_t stax_op_min_inputs(stax_op_t op) {
   return stax_op_valid(op) ? stax_op_table[op].min_inputs : 0;
 }

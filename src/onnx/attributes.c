@@ -158,6 +158,7 @@ static int32_t stax_onnx_loop_hints(stax_onnx_scope_t* scope, const stax_value_i
   for (int32_t i = 0; i < count; i++) {
     hints[i].dtype = STAX_DTYPE_INVALID;
     hints[i].rank = -1;
+    hints[i].is_sequence = false;
     if (i == 0) {
       hints[i].dtype = STAX_DTYPE_INT64;
       hints[i].rank = 0;
@@ -167,6 +168,7 @@ static int32_t stax_onnx_loop_hints(stax_onnx_scope_t* scope, const stax_value_i
     } else if (inputs[i] != STAX_VALUE_NONE) {
       hints[i].dtype = stax_value_dtype(scope->graph, inputs[i]);
       hints[i].rank = stax_value_rank(scope->graph, inputs[i]);
+      hints[i].is_sequence = stax_value_is_sequence(scope->graph, inputs[i]);
     }
   }
   return count;

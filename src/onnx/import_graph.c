@@ -372,6 +372,35 @@ static stax_status_t stax_onnx_node_order(stax_onnx_scope_t* scope, int32_t** ou
 static stax_status_t stax_onnx_declare(stax_onnx_scope_t* scope, stax_value_id_t value,
                                        const Onnx__ValueInfoProto* info, const char* what) {
   stax_graph_t* graph = scope->graph;
+  {
+    bool is_sequence = false;
+    stax_dtype_t elem_dtype = STAX_DTYPE_INVALID;
+    int32_t elem_rank = -1;
+    const stax_dim_t* elem_dims[STAX_MAX_RANK];
+    STAX_RETURN_IF_ERROR(stax_onnx_sequence_type(stax_graph_shape_ctx(graph), info, what,
+                                                 &is_sequence, &elem_dtype, &elem_rank,
+                                                 elem_dims));
+    if (is_sequence || stax_value_is_sequence(graph, value)) {
+      /* A declared sequence type adds nothing the inference lacks; it must only agree. */
+      if (!is_sequence) {
+        const Onnx__TypeProto* type = info ? info->type : NULL;
+        if (type == NULL || type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return STAX_OK;
+        return stax_status_make(STAX_INVALID_ARGUMENT,
+                                "%s: declared as a tensor, but it is a sequence of %s tensors",
+                                what, stax_dtype_name(stax_value_dtype(graph, value)));
+      }
+      if (!stax_value_is_sequence(graph, value))
+        return stax_status_make(STAX_INVALID_ARGUMENT,
+                                "%s: declared as a sequence, but it is a %s tensor", what,
+                                stax_dtype_name(stax_value_dtype(graph, value)));
+      if (elem_dtype != STAX_DTYPE_INVALID && elem_dtype != stax_value_dtype(graph, value))
+        return stax_status_make(STAX_DTYPE_MISMATCH,
+                                "%s: declared a sequence of %s tensors, inferred %s", what,
+                                stax_dtype_name(elem_dtype),
+                                stax_dtype_name(stax_value_dtype(graph, value)));
+      return STAX_OK;
+    }
+  }
   const stax_dim_t* dims[STAX_MAX_RANK];
   bool unknown[STAX_MAX_RANK];
   stax_dtype_t dtype = STAX_DTYPE_INVALID;
@@ -466,6 +495,28 @@ static stax_status_t stax_onnx_add_inputs(stax_onnx_scope_t* scope, int32_t hint
     const stax_dim_t* dims[STAX_MAX_RANK];
     stax_dtype_t dtype = STAX_DTYPE_INVALID;
     int32_t rank = -1;
+    bool is_sequence = false;
+    STAX_RETURN_IF_ERROR(
+        stax_onnx_sequence_type(shape, info, what, &is_sequence, &dtype, &rank, dims));
+    const Onnx__TypeProto* type = info->type;
+    bool untyped = type == NULL || type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET;
+    if (!is_sequence && untyped && (int32_t)i < hint_count && hints[i].is_sequence) {
+      is_sequence = true;
+      rank = -1;
+    }
+    if (is_sequence) {
+      if (dtype == STAX_DTYPE_INVALID && (int32_t)i < hint_count) dtype = hints[i].dtype;
+      if (dtype == STAX_DTYPE_INVALID)
+        return stax_status_make(STAX_UNIMPLEMENTED,
+                                "%s is a sequence without an element type; stax needs the "
+                                "dtype of every input",
+                                what);
+      stax_value_id_t value = STAX_VALUE_NONE;
+      STAX_RETURN_IF_ERROR(
+          stax_graph_add_sequence_input(scope->graph, info->name, dtype, rank, dims, &value));
+      STAX_RETURN_IF_ERROR(stax_onnx_scope_bind(scope, info->name, value));
+      continue;
+    }
     STAX_RETURN_IF_ERROR(
         stax_onnx_value_type(importer, shape, info, what, &dtype, &rank, dims, NULL));
     if ((int32_t)i < hint_count) {

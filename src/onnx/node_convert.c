@@ -169,6 +169,9 @@ static stax_status_t stax_onnx_node_prepare(stax_onnx_scope_t* scope,
 
 stax_status_t stax_onnx_convert_node(stax_onnx_scope_t* scope, const Onnx__NodeProto* proto,
                                      int32_t index) {
+  if (proto->op_type && strcmp(proto->op_type, "SequenceMap") == 0 &&
+      stax_onnx_is_default_domain(proto->domain))
+    return stax_onnx_convert_sequence_map(scope, proto, index);
   stax_onnx_node_t node;
   stax_status_t status = stax_onnx_node_prepare(scope, proto, index, &node);
   bool done = false;

@@ -134,6 +134,7 @@ STAX_MUST_USE stax_status_t stax_onnx_scope_add_constant(stax_onnx_scope_t* scop
 typedef struct stax_onnx_input_hint_t {
   stax_dtype_t dtype;
   int32_t rank;
+  bool is_sequence; /* a loop-carried sequence: dtype is its elements', rank unused */
 } stax_onnx_input_hint_t;
 
 /* Imports a GraphProto into `graph` (a fresh graph or subgraph) under `parent` (NULL for the
@@ -145,6 +146,15 @@ STAX_MUST_USE stax_status_t stax_onnx_import_graph(stax_onnx_importer_t* importe
                                                    int32_t hint_count,
                                                    const stax_onnx_input_hint_t* hints);
 
+/* ---- sequence_map.c --------------------------------------------------------------------- */
+
+/* Converts a SequenceMap node into its ONNX function: a Loop over the first input's length
+ * whose body reads each element with SequenceAt, runs the SequenceMap body and appends its
+ * outputs with SequenceInsert. */
+STAX_MUST_USE stax_status_t stax_onnx_convert_sequence_map(stax_onnx_scope_t* scope,
+                                                           const Onnx__NodeProto* node,
+                                                           int32_t index);
+
 /* ---- value_types.c ---------------------------------------------------------------------- */
 
 /* A ValueInfoProto's tensor type. Missing parts: *out_dtype INVALID (no elem_type), *out_rank
@@ -152,6 +162,17 @@ STAX_MUST_USE stax_status_t stax_onnx_import_graph(stax_onnx_importer_t* importe
  * binding or a named symbol for dim_param. Dims that carry no information get a fresh symbol
  * when unknown_dims is NULL; otherwise they are left NULL and flagged in unknown_dims (for
  * declarations, where the inferred dim stands in). Non-tensor types are UNIMPLEMENTED. */
+/* A ValueInfoProto's sequence type (sequence(tensor(dtype))): *out_is_sequence false when it
+ * is not one. The element shape keeps only dim_values: a dim_param in an element type may
+ * differ between elements (ONNX's own SequenceMap tests rely on that), so it is NULL like an
+ * unknown dim; *out_elem_rank is -1 without a shape. Sequences of non-tensors are
+ * UNIMPLEMENTED. */
+STAX_MUST_USE stax_status_t stax_onnx_sequence_type(stax_shape_ctx_t* shape,
+                                                    const Onnx__ValueInfoProto* info,
+                                                    const char* what, bool* out_is_sequence,
+                                                    stax_dtype_t* out_dtype,
+                                                    int32_t* out_elem_rank,
+                                                    const stax_dim_t** elem_dims);
 STAX_MUST_USE stax_status_t stax_onnx_value_type(stax_onnx_importer_t* importer,
                                                  stax_shape_ctx_t* shape,
                                                  const Onnx__ValueInfoProto* info,

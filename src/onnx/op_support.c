@@ -94,6 +94,12 @@ const char* stax_onnx_unsupported_reason(const Onnx__NodeProto* node, int64_t op
            ") in Python converts a model)";
   }
   const char* op_type = node->op_type ? node->op_type : "";
+  if (strcmp(op_type, "StringNormalizer") == 0) {
+    return "string tensors are not supported: stax's dtypes are numbers and bool with a fixed "
+           "element size (include/stax/dtypes.def), which strings do not have";
+  }
+  /* SequenceMap imports as its ONNX function (src/onnx/sequence_map.c). */
+  if (strcmp(op_type, "SequenceMap") == 0) return opset < 17 ? "SequenceMap is opset 17" : NULL;
   if (stax_onnx_op_for_type(op_type) == STAX_OP_INVALID) return "not implemented";
 
   if (strcmp(op_type, "Upsample") == 0 && opset < 7) {

@@ -53,6 +53,54 @@ static const char* stax_onnx_type_case_name(Onnx__TypeProto__ValueCase value_cas
   }
 }
 
+stax_status_t stax_onnx_sequence_type(stax_shape_ctx_t* shape, const Onnx__ValueInfoProto* info,
+                                      const char* what, bool* out_is_sequence,
+                                      stax_dtype_t* out_dtype, int32_t* out_elem_rank,
+                                      const stax_dim_t** elem_dims) {
+  *out_is_sequence = false;
+  *out_dtype = STAX_DTYPE_INVALID;
+  *out_elem_rank = -1;
+  const Onnx__TypeProto* type = info ? info->type : NULL;
+  if (type == NULL || type->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) return STAX_OK;
+  *out_is_sequence = true;
+  const Onnx__TypeProto* elem = type->sequence_type ? type->sequence_type->elem_type : NULL;
+  if (elem == NULL || elem->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return STAX_OK;
+  if (elem->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+    return stax_status_make(STAX_UNIMPLEMENTED,
+                            "%s is a sequence whose elements are %s; stax supports sequences of "
+                            "tensors only",
+                            what, stax_onnx_type_case_name(elem->value_case));
+  const Onnx__TypeProto__Tensor* tensor = elem->tensor_type;
+  if (tensor == NULL) return STAX_OK;
+  if (tensor->has_elem_type && tensor->elem_type != 0) {
+    stax_dtype_t dtype = stax_dtype_from_onnx(tensor->elem_type);
+    if (dtype == STAX_DTYPE_INVALID)
+      return stax_status_make(STAX_UNIMPLEMENTED,
+                              "%s is a sequence of %s (%d) tensors, which stax does not support",
+                              what, stax_onnx_data_type_name(tensor->elem_type),
+                              (int)tensor->elem_type);
+    *out_dtype = dtype;
+  }
+  const Onnx__TensorShapeProto* shape_proto = tensor->shape;
+  if (shape_proto == NULL) return STAX_OK;
+  if (shape_proto->n_dim > STAX_MAX_RANK)
+    return stax_status_make(STAX_UNIMPLEMENTED, "%s holds elements of rank %zu; stax supports up "
+                            "to %d", what, shape_proto->n_dim, STAX_MAX_RANK);
+  int32_t rank = (int32_t)shape_proto->n_dim;
+  for (int32_t d = 0; d < rank; d++) {
+    const Onnx__TensorShapeProto__Dimension* dim = shape_proto->dim[d];
+    elem_dims[d] = NULL;
+    if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+        dim->dim_value >= 0) {
+      elem_dims[d] = stax_dim_const(shape, dim->dim_value);
+      if (elem_dims[d] == NULL)
+        return stax_status_annotate(stax_shape_ctx_take_error(shape), "%s element dim %d", what, d);
+    }
+  }
+  *out_elem_rank = rank;
+  return STAX_OK;
+}
+
 stax_status_t stax_onnx_value_type(stax_onnx_importer_t* importer, stax_shape_ctx_t* shape,
                                    const Onnx__ValueInfoProto* info, const char* what,
                                    stax_dtype_t* out_dtype, int32_t* out_rank,

@@ -158,7 +158,11 @@ static bool stax_fold_evaluate(stax_graph_t* graph, stax_node_t* node) {
 
 bool stax_fold_node(stax_graph_t* graph, stax_node_id_t id) {
   stax_node_t* node = &graph->nodes[id];
-  if (stax_op_flags(node->op) & STAX_OPF_CONTROL) return false;
+  /* Sequence values are never constants (program constants are tensors). */
+  if (stax_op_flags(node->op) & (STAX_OPF_CONTROL | STAX_OPF_SEQUENCE)) return false;
+  for (int32_t k = 0; k < node->input_count; k++)
+    if (node->inputs[k] != STAX_VALUE_NONE && graph->values[node->inputs[k]].is_sequence)
+      return false;
   bool all_constant = node->output_count > 0;
   for (int32_t k = 0; k < node->output_count; k++)
     if (node->outputs[k] == STAX_VALUE_NONE || !graph->values[node->outputs[k]].constant)

@@ -153,6 +153,7 @@ stax_status_t stax_tensor_to_dlpack(stax_allocator_t allocator, stax_tensor_t* t
   if (tensor == NULL) {
     return stax_status_make(STAX_INVALID_ARGUMENT, "to_dlpack: tensor is NULL");
   }
+  STAX_RETURN_IF_ERROR(stax_tensor_require_tensor(tensor, "to_dlpack: the value"));
   stax_dlpack_export_t* block = NULL;
   STAX_RETURN_IF_ERROR(stax_allocator_calloc(allocator, 1, sizeof(*block), (void**)&block),
                        "while exporting a %s tensor %s to DLPack", stax_dtype_name(tensor->dtype),

@@ -274,6 +274,7 @@ void stax_tensor_retain(stax_tensor_t* tensor) {
 void stax_tensor_release(stax_tensor_t* tensor) {
   if (tensor == NULL) return;
   if (atomic_fetch_sub_explicit(&tensor->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (tensor->is_sequence) stax_sequence_destroy_items(tensor);
   stax_buffer_release(tensor->buffer);
   stax_allocator_free(tensor->allocator, tensor, sizeof(*tensor));
 }
@@ -294,6 +295,7 @@ int64_t stax_tensor_element_count(const stax_tensor_t* tensor) {
 }
 
 void* stax_tensor_data(const stax_tensor_t* tensor) {
+  if (tensor->buffer == NULL) return NULL; /* a sequence handle */
   return (char*)tensor->buffer->data + tensor->offset * (int64_t)stax_dtype_size(tensor->dtype);
 }
 
@@ -422,6 +424,8 @@ stax_status_t stax_tensor_copy_into(const stax_tensor_t* src, stax_tensor_t* dst
     return stax_status_make(STAX_INVALID_ARGUMENT, "tensor_copy_into: %s tensor is NULL",
                             src == NULL ? "source" : "destination");
   }
+  STAX_RETURN_IF_ERROR(stax_tensor_require_tensor(src, "tensor_copy_into: the source"));
+  STAX_RETURN_IF_ERROR(stax_tensor_require_tensor(dst, "tensor_copy_into: the destination"));
   bool same_dims = src->rank == dst->rank;
   for (int32_t k = 0; same_dims && k < src->rank; k++) same_dims = src->dims[k] == dst->dims[k];
   if (!same_dims) {
@@ -466,6 +470,7 @@ stax_status_t stax_tensor_copy(stax_allocator_t allocator, const stax_tensor_t* 
   if (tensor == NULL) {
     return stax_status_make(STAX_INVALID_ARGUMENT, "tensor_copy: tensor is NULL");
   }
+  STAX_RETURN_IF_ERROR(stax_tensor_require_tensor(tensor, "tensor_copy: the value"));
   stax_tensor_t* copy = NULL;
   STAX_RETURN_IF_ERROR(
       stax_tensor_create(allocator, tensor->dtype, tensor->rank, tensor->dims, &copy),

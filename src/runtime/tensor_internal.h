@@ -58,7 +58,34 @@ struct stax_tensor_s {
   /* In elements. 0 on broadcast dims; negative after a slice with a negative step (the
    * element at index 0 is then at `offset`, later ones lie before it). */
   int64_t strides[STAX_MAX_RANK];
+  /* A sequence value (ONNX sequence(tensor)) rides in a tensor handle so that registers, the
+   * run API and every refcounting path carry both kinds (src/runtime/sequence.c): then
+   * `is_sequence` is set, buffer is NULL, rank 0, dtype the elements' dtype, and items[0,
+   * length) are its elements, in a block (retained) that sequences made by appending share.
+   * Sequences are immutable once made. */
+  bool is_sequence;
+  int64_t length;
+  stax_tensor_t** items;
+  struct stax_sequence_block_s* block;
 };
+
+/* ---- sequences (sequence.c) ------------------------------------------------------------- */
+
+/* The most elements a sequence holds (bounds the item array a hostile model can ask for). */
+#define STAX_SEQUENCE_MAX_LENGTH ((int64_t)1 << 24)
+/* Drops a sequence handle's block (stax_tensor_release's last reference). */
+void stax_sequence_destroy_items(stax_tensor_t* sequence);
+/* A new sequence: `sequence` with `element` appended (retained). When nothing was appended
+ * to `sequence`'s block after its last element, the new sequence shares the block, so a Loop
+ * that appends one element per iteration costs amortized O(1) per append, not O(length). */
+STAX_MUST_USE stax_status_t stax_sequence_append(stax_allocator_t allocator,
+                                                 const stax_tensor_t* sequence,
+                                                 stax_tensor_t* element,
+                                                 stax_tensor_t** out_sequence);
+/* INVALID_ARGUMENT "<what> is a sequence; a tensor is needed here" when `tensor` is a
+ * sequence handle (public tensor functions refuse them), else OK. */
+STAX_MUST_USE stax_status_t stax_tensor_require_tensor(const stax_tensor_t* tensor,
+                                                       const char* what);
 
 /* ---- dtypes (dtype.c) ------------------------------------------------------------------- */
 

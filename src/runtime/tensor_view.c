@@ -7,7 +7,7 @@
 
 static stax_status_t stax_check_tensor(const char* op, const stax_tensor_t* tensor) {
   if (tensor == NULL) return stax_status_make(STAX_INVALID_ARGUMENT, "%s: tensor is NULL", op);
-  return STAX_OK;
+  return stax_tensor_require_tensor(tensor, op);
 }
 
 static stax_status_t stax_view_of(stax_allocator_t allocator, const stax_tensor_t* tensor,

@@ -72,6 +72,13 @@ static void print_graph_info(stax_graph_t* graph) {
 
 static void print_program_value(const stax_program_t* program, bool input, int32_t i) {
   char dim_text[128];
+  if (input ? stax_program_input_is_sequence(program, i) : stax_program_output_is_sequence(program, i)) {
+    printf("  %s: seq(%s)\n",
+           input ? stax_program_input_name(program, i) : stax_program_output_name(program, i),
+           stax_dtype_name(input ? stax_program_input_dtype(program, i)
+                                 : stax_program_output_dtype(program, i)));
+    return;
+  }
   printf("  %s: %s[",
          input ? stax_program_input_name(program, i) : stax_program_output_name(program, i),
          stax_dtype_name(input ? stax_program_input_dtype(program, i)

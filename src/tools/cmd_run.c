@@ -673,10 +673,27 @@ int stax_cli_run(int argc, char** argv) {
   }
   for (int32_t o = 0; o < output_count; o++) {
     const char* name = stax_program_output_name(model.program, o);
-    summarise_tensor(name, outputs[o]);
-    if (!args.out_dir) continue;
     char file_name[256], file_path[4096];
     output_file_name(name, file_name, sizeof(file_name));
+    if (stax_tensor_is_sequence(outputs[o])) {
+      /* A sequence output: one line, and one file per element (<name>_<k>.npy). */
+      int64_t length = stax_sequence_length(outputs[o]);
+      printf("%s: a sequence of %lld %s tensors\n", name, (long long)length,
+             stax_dtype_name(stax_tensor_dtype(outputs[o])));
+      for (int64_t k = 0; k < length; k++) {
+        char element_name[300];
+        snprintf(element_name, sizeof(element_name), "%s[%lld]", name, (long long)k);
+        summarise_tensor(element_name, stax_sequence_at(outputs[o], k));
+        if (!args.out_dir) continue;
+        snprintf(file_path, sizeof(file_path), "%s/%s_%lld.npy", args.out_dir, file_name,
+                 (long long)k);
+        status = stax_npy_save(stax_sequence_at(outputs[o], k), file_path);
+        if (status) goto cleanup;
+      }
+      continue;
+    }
+    summarise_tensor(name, outputs[o]);
+    if (!args.out_dir) continue;
     snprintf(file_path, sizeof(file_path), "%s/%s.npy", args.out_dir, file_name);
     status = stax_npy_save(outputs[o], file_path);
     if (status) goto cleanup;

@@ -121,8 +121,11 @@ static stax_status_t stax_vm_compile_descriptor(stax_vm_compiler_t* c, const sta
       STAX_RETURN_IF_ERROR(stax_vm_dim_code_index(c, resolved, &dims[d].code));
     }
   }
-  return stax_vm_program_add_descriptor(c->program, value->dtype, value->rank, layout, dims,
-                                        out_descriptor);
+  STAX_RETURN_IF_ERROR(stax_vm_program_add_descriptor(c->program, value->dtype, value->rank,
+                                                      layout, dims, out_descriptor));
+  if (value->is_sequence)
+    c->program->descriptors[*out_descriptor].flags |= STAX_VM_DESCRIPTOR_SEQUENCE;
+  return STAX_OK;
 }
 
 static stax_status_t stax_vm_reserve_register_info(stax_vm_compiler_t* c, int32_t count) {

@@ -66,7 +66,10 @@ static stax_status_t stax_vm_compile_kernel(stax_vm_compiler_t* c, stax_graph_t*
   int32_t index = -1;
   STAX_GOTO_IF_ERROR(status, stax_vm_compiler_copy_node(c, graph, node_id, &index), cleanup);
   operands[0] = index;
-  bool computable = true, all_static = c->static_variants;
+  /* Sequence ops allocate their outputs (a sequence register is never allocated): with
+   * DYNAMIC_OUTPUT they are shape barriers, so the JIT never puts them in a segment. */
+  bool computable = !(stax_op_flags(node->op) & STAX_OPF_SEQUENCE);
+  bool all_static = c->static_variants;
   for (int32_t k = 0; k < out; k++) {
     computable = computable && stax_vm_compiler_computable(c, outputs[k]);
     all_static = all_static && stax_vm_descriptor_is_static(c->program, outputs[k]);

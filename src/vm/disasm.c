@@ -236,7 +236,8 @@ static void stax_vm_print_tables(FILE* out, const stax_program_t* program) {
     const stax_vm_descriptor_t* desc = &program->descriptors[reg->descriptor];
     stax_vm_print_descriptor(out, program, reg->descriptor);
     fprintf(out, " %s%s%s%s%s", stax_vm_layout_name(desc->layout),
-            (desc->flags & STAX_VM_DESCRIPTOR_STATIC) ? ", static" : "",
+            (desc->flags & STAX_VM_DESCRIPTOR_SEQUENCE) ? ", sequence"
+            : (desc->flags & STAX_VM_DESCRIPTOR_STATIC) ? ", static" : "",
             (reg->flags & STAX_VM_REGISTER_INPUT) ? ", input" : "",
             (reg->flags & STAX_VM_REGISTER_CONSTANT) ? ", constant" : "",
             (reg->flags & STAX_VM_REGISTER_OUTPUT) ? ", output" : "");

@@ -159,6 +159,11 @@ stax_status_t stax_vm_exec_store_tensor(stax_context_t* ctx, const int32_t* ins)
                             reg);
   /* Callers get the dtype and rank the program declares, whatever the program file said. */
   const stax_vm_io_t* io = &ctx->program->outputs[output];
+  if (tensor->is_sequence != stax_vm_register_is_sequence(ctx->program, reg))
+    return stax_status_make(STAX_SHAPE_MISMATCH, "output %d '%s' is a %s, but the program says a %s",
+                            output, stax_vm_program_string(ctx->program, io->name),
+                            tensor->is_sequence ? "sequence" : "tensor",
+                            tensor->is_sequence ? "tensor" : "sequence");
   if ((int32_t)tensor->dtype != io->dtype || tensor->rank != io->rank)
     return stax_status_make(STAX_SHAPE_MISMATCH, "output %d '%s' is %s %s, but the program says "
                             "%s rank %d", output, stax_vm_program_string(ctx->program, io->name),
@@ -318,6 +323,11 @@ static stax_status_t stax_vm_check_produced(const stax_context_t* ctx, int32_t r
   const stax_program_t* program = ctx->program;
   const stax_tensor_t* tensor = ctx->registers[reg];
   const stax_vm_descriptor_t* desc = &program->descriptors[program->registers[reg].descriptor];
+  bool sequence = (desc->flags & STAX_VM_DESCRIPTOR_SEQUENCE) != 0;
+  if (tensor->is_sequence != sequence)
+    return stax_status_make(STAX_SHAPE_MISMATCH, "produced a %s for register %d '%s', which holds "
+                            "%ss", tensor->is_sequence ? "sequence" : "tensor", reg,
+                            stax_vm_register_name(program, reg), sequence ? "sequence" : "tensor");
   if ((int32_t)tensor->dtype == desc->dtype && tensor->rank == desc->rank) return STAX_OK;
   return stax_status_make(STAX_SHAPE_MISMATCH,
                           "produced %s %s for register %d '%s', but the program says %s rank %d",

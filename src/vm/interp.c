@@ -202,6 +202,25 @@ static stax_status_t stax_vm_check_arguments(const stax_context_t* ctx, int32_t 
     const stax_tensor_t* tensor = inputs[i];
     if (!tensor)
       return stax_status_make(STAX_INVALID_ARGUMENT, "input %d \"%s\" is NULL", i, name);
+    bool sequence = stax_vm_register_is_sequence(program, io->reg);
+    if (tensor->is_sequence != sequence) {
+      if (sequence)
+        return stax_status_make(STAX_INVALID_ARGUMENT,
+                                "input \"%s\" is a %s tensor %s, but the model says a sequence of "
+                                "%s tensors",
+                                name, stax_dtype_name(tensor->dtype),
+                                stax_dims_text(tensor->rank, tensor->dims).text,
+                                stax_dtype_name((stax_dtype_t)io->dtype));
+      return stax_status_make(STAX_INVALID_ARGUMENT,
+                              "input \"%s\" is a sequence of %lld %s tensors, but the model says "
+                              "a tensor",
+                              name, (long long)tensor->length, stax_dtype_name(tensor->dtype));
+    }
+    if (sequence && (int32_t)tensor->dtype != io->dtype)
+      return stax_status_make(STAX_DTYPE_MISMATCH,
+                              "input \"%s\" is a sequence of %s tensors, but the model says %s",
+                              name, stax_dtype_name(tensor->dtype),
+                              stax_dtype_name((stax_dtype_t)io->dtype));
     if ((int32_t)tensor->dtype != io->dtype)
       return stax_status_make(STAX_DTYPE_MISMATCH, "input \"%s\" is %s, but the model says %s",
                               name, stax_dtype_name(tensor->dtype),

@@ -321,6 +321,9 @@ static void plan_alias_classes(plan_state_t* s) {
   for (int32_t r = 0; r < count; r++) {
     int32_t root = plan_find(s->parent, r);
     uint32_t flags = program->registers[r].flags;
+    /* A sequence keeps its elements for as long as it lives, which the live ranges of the
+     * registers the elements came from do not say: the whole class stays unplanned. */
+    if (stax_vm_register_is_sequence(program, r)) s->class_escapes[root] = 1;
     if (flags & (STAX_VM_REGISTER_INPUT | STAX_VM_REGISTER_CONSTANT | STAX_VM_REGISTER_OUTPUT))
       s->class_escapes[root] = 1;
     if (s->class_escapes[r]) s->class_escapes[root] = 1;

@@ -425,6 +425,14 @@ int32_t stax_program_output_rank(const stax_program_t* program, int32_t index) {
   const stax_vm_io_t* io = stax_vm_io(program, true, index);
   return io ? io->rank : -1;
 }
+bool stax_program_input_is_sequence(const stax_program_t* program, int32_t index) {
+  const stax_vm_io_t* io = stax_vm_io(program, false, index);
+  return io && stax_vm_register_is_sequence(program, io->reg);
+}
+bool stax_program_output_is_sequence(const stax_program_t* program, int32_t index) {
+  const stax_vm_io_t* io = stax_vm_io(program, true, index);
+  return io && stax_vm_register_is_sequence(program, io->reg);
+}
 
 static int stax_vm_io_dim_text(const stax_program_t* program, bool output, int32_t index,
                                int32_t dim, char* buf, size_t size) {

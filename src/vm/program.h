@@ -56,6 +56,10 @@ typedef enum stax_vm_layout_e {
 
 enum {
   STAX_VM_DESCRIPTOR_STATIC = 1u << 0, /* every dim is a constant */
+  /* The register holds a sequence value (a tensor handle with is_sequence; dtype = the
+   * elements', rank 0). Only sequence ops, MOVE, FREE_TENSOR, LOAD/STORE_TENSOR, If joins and
+   * loop-carried lists touch such registers (the verifier sees to it). */
+  STAX_VM_DESCRIPTOR_SEQUENCE = 1u << 1,
 };
 
 typedef struct stax_vm_descriptor_t {
@@ -492,6 +496,12 @@ STAX_MUST_USE stax_status_t stax_vm_program_remove(stax_program_t* program, cons
 typedef void (*stax_vm_register_visit_fn)(void* ctx, int32_t reg, bool is_def);
 void stax_vm_instruction_registers(const stax_program_t* program, int32_t instruction,
                                    stax_vm_register_visit_fn fn, void* ctx);
+
+/* Whether register `reg` holds sequence values (its descriptor's SEQUENCE flag). */
+static inline bool stax_vm_register_is_sequence(const stax_program_t* program, int32_t reg) {
+  return (program->descriptors[program->registers[reg].descriptor].flags &
+          STAX_VM_DESCRIPTOR_SEQUENCE) != 0;
+}
 
 /* "float32[B, S, 64]" for a descriptor, into buf (snprintf-style). */
 int stax_vm_descriptor_text(const stax_program_t* program, int32_t descriptor, char* buf,

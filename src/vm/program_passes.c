@@ -133,10 +133,30 @@ static void stax_vm_mark_target(void* ctx, int32_t word) {
   if (target >= 0 && target < mark->program->instructions_count) mark->is_target[target] = 1;
 }
 
-/* A shape barrier ends the segment before it and starts none. */
-static bool stax_vm_is_barrier(const stax_vm_instruction_t* ins) {
-  return (stax_vm_opcode_flags(ins->opcode) & STAX_VM_OPF_BARRIER) ||
-         (ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT);
+typedef struct stax_vm_sequence_probe_t {
+  const stax_program_t* program;
+  bool touches;
+} stax_vm_sequence_probe_t;
+
+static void stax_vm_note_sequence(void* ctx, int32_t reg, bool is_def) {
+  (void)is_def;
+  stax_vm_sequence_probe_t* probe = ctx;
+  if (reg >= 0 && reg < probe->program->registers_count &&
+      stax_vm_register_is_sequence(probe->program, reg))
+    probe->touches = true;
+}
+
+/* A shape barrier ends the segment before it and starts none. Anything touching a sequence
+ * register is one too (a MOVE of an If join, FREE_TENSOR): segments hold tensors only, so the
+ * JIT never sees a sequence. */
+static bool stax_vm_is_barrier(const stax_program_t* program, int32_t index) {
+  const stax_vm_instruction_t* ins = &program->instructions[index];
+  if ((stax_vm_opcode_flags(ins->opcode) & STAX_VM_OPF_BARRIER) ||
+      (ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT))
+    return true;
+  stax_vm_sequence_probe_t probe = {program, false};
+  stax_vm_instruction_registers(program, index, stax_vm_note_sequence, &probe);
+  return probe.touches;
 }
 
 /* Work worth specializing: compute and view instructions. */
@@ -164,7 +184,7 @@ static stax_status_t stax_vm_find_segments(stax_program_t* program, int32_t* sta
   for (int32_t i = 0; i <= n; i++) {
     const stax_vm_instruction_t* ins = i < n ? &program->instructions[i] : NULL;
     bool is_profile = ins && ins->opcode == STAX_VM_OP_PROFILE_POINT;
-    bool closes = !ins || is_target[i] || is_profile || stax_vm_is_barrier(ins);
+    bool closes = !ins || is_target[i] || is_profile || stax_vm_is_barrier(program, i);
     if (closes && start >= 0) {
       if (has_work || forced) {
         stax_vm_segment_t segment = {start, i - start};
@@ -178,7 +198,7 @@ static stax_status_t stax_vm_find_segments(stax_program_t* program, int32_t* sta
       start = -1;
     }
     if (!ins) break;
-    if (stax_vm_is_barrier(ins)) {
+    if (stax_vm_is_barrier(program, i)) {
       program->instructions[i].segment = -1;
       continue;
     }
@@ -456,6 +476,8 @@ int stax_vm_descriptor_text(const stax_program_t* program, int32_t descriptor, c
   if (descriptor < 0 || descriptor >= program->descriptors_count)
     return snprintf(buf, size, "<bad descriptor %d>", descriptor);
   const stax_vm_descriptor_t* desc = &program->descriptors[descriptor];
+  if (desc->flags & STAX_VM_DESCRIPTOR_SEQUENCE)
+    return snprintf(buf, size, "seq(%s)", stax_dtype_name((stax_dtype_t)desc->dtype));
   size_t used = 0;
   int written = snprintf(buf, size, "%s[", stax_dtype_name((stax_dtype_t)desc->dtype));
   if (written < 0) return written;

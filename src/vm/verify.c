@@ -46,6 +46,10 @@ static const stax_vm_descriptor_t* stax_vm_register_descriptor(const stax_progra
 
 /* ---- tables -------------------------------------------------------------------------------- */
 
+static bool stax_vm_is_sequence(const stax_program_t* program, int32_t reg) {
+  return reg >= 0 && (stax_vm_register_descriptor(program, reg)->flags & STAX_VM_DESCRIPTOR_SEQUENCE);
+}
+
 static stax_status_t stax_vm_verify_string(const stax_vm_verifier_t* v, int32_t offset,
                                            bool optional, const char* what) {
   if (optional && offset == -1) return STAX_OK;
@@ -127,8 +131,11 @@ static stax_status_t stax_vm_verify_descriptors(const stax_vm_verifier_t* v) {
                               dim->kind);
       }
     }
-    if (desc->flags & ~(uint32_t)STAX_VM_DESCRIPTOR_STATIC)
+    if (desc->flags & ~(uint32_t)(STAX_VM_DESCRIPTOR_STATIC | STAX_VM_DESCRIPTOR_SEQUENCE))
       return stax_vm_reject(v, -1, "descriptor %d has unknown flags %#x", i, desc->flags);
+    if ((desc->flags & STAX_VM_DESCRIPTOR_SEQUENCE) && desc->rank != 0)
+      return stax_vm_reject(v, -1, "sequence descriptor %d has rank %d; sequences have rank 0",
+                            i, desc->rank);
     if (all_constant != ((desc->flags & STAX_VM_DESCRIPTOR_STATIC) != 0))
       return stax_vm_reject(v, -1, "descriptor %d static flag disagrees with its dims", i);
   }
@@ -262,6 +269,9 @@ static stax_status_t stax_vm_verify_loop_types(const stax_vm_verifier_t* v, int3
     const stax_vm_descriptor_t* initial = stax_vm_register_descriptor(program, lists[k]);
     for (int32_t list = 1; list < 4; list++) {
       const stax_vm_descriptor_t* other = stax_vm_register_descriptor(program, lists[list * c + k]);
+      if (stax_vm_is_sequence(program, lists[list * c + k]) != stax_vm_is_sequence(program, lists[k]))
+        return stax_vm_reject(v, -1, "loop %d carried value %d is a sequence in one list and a "
+                              "tensor in another", l, k);
       if (other->dtype != initial->dtype || other->rank != initial->rank)
         return stax_vm_reject(v, -1, "loop %d carried value %d is %s rank %d in one list and "
                               "%s rank %d in another",
@@ -273,6 +283,9 @@ static stax_status_t stax_vm_verify_loop_types(const stax_vm_verifier_t* v, int3
     const stax_vm_descriptor_t* each = stax_vm_register_descriptor(program, lists[4 * c + k]);
     const stax_vm_descriptor_t* stacked =
         stax_vm_register_descriptor(program, lists[4 * c + s + k]);
+    if (stax_vm_is_sequence(program, lists[4 * c + k]) ||
+        stax_vm_is_sequence(program, lists[4 * c + s + k]))
+      return stax_vm_reject(v, -1, "loop %d scan %d is a sequence; scans stack tensors", l, k);
     if (each->dtype != stacked->dtype || stacked->rank != each->rank + 1)
       return stax_vm_reject(v, -1, "loop %d scan %d stacks %s rank %d into %s rank %d", l, k,
                             stax_dtype_name((stax_dtype_t)each->dtype), each->rank,
@@ -281,6 +294,12 @@ static stax_status_t stax_vm_verify_loop_types(const stax_vm_verifier_t* v, int3
   const stax_vm_descriptor_t* iteration =
       stax_vm_register_descriptor(program, loop->iteration_register);
   const stax_vm_descriptor_t* cond = stax_vm_register_descriptor(program, loop->cond_in_register);
+  if (stax_vm_is_sequence(program, loop->iteration_register) ||
+      stax_vm_is_sequence(program, loop->cond_in_register) ||
+      stax_vm_is_sequence(program, loop->cond_out_register) ||
+      stax_vm_is_sequence(program, loop->trip_register) ||
+      stax_vm_is_sequence(program, loop->cond_register))
+    return stax_vm_reject(v, -1, "loop %d control registers must be tensors", l);
   if (iteration->dtype != STAX_DTYPE_INT64 || iteration->rank > 1 ||
       cond->dtype != STAX_DTYPE_BOOL || cond->rank > 1)
     return stax_vm_reject(v, -1, "loop %d iteration register must be an int64 scalar and its "
@@ -323,6 +342,8 @@ static stax_status_t stax_vm_verify_misc_tables(const stax_vm_verifier_t* v) {
   for (int32_t e = 0; e < program->signature_entries_count; e++) {
     const stax_vm_signature_entry_t* entry = &program->signature_entries[e];
     STAX_RETURN_IF_ERROR(stax_vm_verify_optional_register(v, entry->reg, false, "signature entry", e));
+    if (stax_vm_is_sequence(program, entry->reg))
+      return stax_vm_reject(v, -1, "signature entry %d names sequence register %d", e, entry->reg);
     if (!stax_vm_dtype_ok(entry->dtype) || entry->rank < 0 || entry->rank > STAX_MAX_RANK)
       return stax_vm_reject(v, -1, "signature entry %d has dtype %d rank %d", e, entry->dtype,
                             entry->rank);
@@ -512,6 +533,10 @@ static stax_status_t stax_vm_same_type(const stax_vm_verifier_t* v, int32_t i, i
                                        int32_t src, bool same_rank) {
   const stax_vm_descriptor_t* a = stax_vm_register_descriptor(v->program, dst);
   const stax_vm_descriptor_t* b = stax_vm_register_descriptor(v->program, src);
+  if (stax_vm_is_sequence(v->program, dst) != stax_vm_is_sequence(v->program, src))
+    return stax_vm_reject(v, i, "register %d is a %s but register %d is a %s", dst,
+                          stax_vm_is_sequence(v->program, dst) ? "sequence" : "tensor", src,
+                          stax_vm_is_sequence(v->program, src) ? "sequence" : "tensor");
   if (a->dtype != b->dtype || (same_rank && a->rank != b->rank))
     return stax_vm_reject(v, i, "register %d is %s rank %d but register %d is %s rank %d", dst,
                           stax_dtype_name((stax_dtype_t)a->dtype), a->rank, src,
@@ -562,6 +587,25 @@ static stax_status_t stax_vm_verify_compute(const stax_vm_verifier_t* v, int32_t
   for (int32_t k = 0; k < min_in; k++)
     if (ops->lists[0][k] < 0)
       return stax_vm_reject(v, i, "required input %d of node '%s' has no register", k, node_name);
+  /* Kernels get tensors where the op takes tensors and sequences where it takes sequences
+   * (Identity and control flow pass either, but not through a kernel). A sequence output is
+   * always made by the kernel: sequence registers are never allocated. */
+  for (int32_t list = 0; list < 2; list++) {
+    for (int32_t k = 0; k < ops->list_counts[list]; k++) {
+      int32_t reg = ops->lists[list][k];
+      if (reg < 0) continue;
+      bool wants = (list ? stax_op_output_kind(op, k) : stax_op_input_kind(op, k)) ==
+                   STAX_OPERAND_SEQUENCE;
+      if (stax_vm_is_sequence(program, reg) != wants)
+        return stax_vm_reject(v, i, "%s %d of node '%s' (%s) is register %d, a %s; the op "
+                              "needs a %s",
+                              list ? "output" : "input", k, node_name, stax_op_name(op), reg,
+                              wants ? "tensor" : "sequence", wants ? "sequence" : "tensor");
+      if (list == 1 && wants && !(ins->flags & STAX_VM_INSTRUCTION_DYNAMIC_OUTPUT))
+        return stax_vm_reject(v, i, "node '%s' (%s) makes a sequence but is not marked "
+                              "DYNAMIC_OUTPUT", node_name, stax_op_name(op));
+    }
+  }
   /* Outputs are written: each is a register of its own, none of them an input, so writing
    * or releasing one can never pull a value from under the kernel. */
   for (int32_t k = 0; k < outputs; k++) {
@@ -657,7 +701,8 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
         return stax_vm_reject(v, i, "jumps back to instruction %d; only LOOP_END jumps back",
                               target);
       if (ins->opcode == STAX_VM_OP_JUMP_IF_FALSE &&
-          stax_vm_register_descriptor(program, val[0])->rank > 1)
+          (stax_vm_register_descriptor(program, val[0])->rank > 1 ||
+           stax_vm_is_sequence(program, val[0])))
         return stax_vm_reject(v, i, "condition register %d is not a scalar", val[0]);
       break;
     }
@@ -674,7 +719,8 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
       const stax_tensor_t* constant = program->constants[val[1]];
       const stax_vm_descriptor_t* desc = stax_vm_register_descriptor(program, val[0]);
       if ((int32_t)stax_tensor_dtype(constant) != desc->dtype ||
-          stax_tensor_rank(constant) != desc->rank)
+          stax_tensor_rank(constant) != desc->rank || stax_tensor_is_sequence(constant) ||
+          stax_vm_is_sequence(program, val[0]))
         return stax_vm_reject(v, i, "constant %d does not match register %d's type", val[1],
                               val[0]);
       break;
@@ -692,14 +738,18 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
     case STAX_VM_OP_ALLOC_TENSOR_FAST: {
       const stax_vm_descriptor_t* desc = &program->descriptors[val[1]];
       const stax_vm_descriptor_t* reg = stax_vm_register_descriptor(program, val[0]);
-      if (desc->dtype != reg->dtype || desc->rank != reg->rank)
-        return stax_vm_reject(v, i, "descriptor %d does not match register %d's type", val[1],
-                              val[0]);
+      if (desc->dtype != reg->dtype || desc->rank != reg->rank ||
+          (desc->flags & STAX_VM_DESCRIPTOR_SEQUENCE) || stax_vm_is_sequence(program, val[0]))
+        return stax_vm_reject(v, i, "descriptor %d does not match register %d's type (or is a "
+                              "sequence, which is never allocated)", val[1], val[0]);
       break;
     }
     case STAX_VM_OP_MOVE: STAX_RETURN_IF_ERROR(stax_vm_same_type(v, i, val[0], val[1], true)); break;
     case STAX_VM_OP_BROADCAST_TO: {
       STAX_RETURN_IF_ERROR(stax_vm_same_type(v, i, val[0], val[1], false));
+      if (stax_vm_is_sequence(program, val[1]) ||
+          (ins->opcode == STAX_VM_OP_RESHAPE_VIEW && stax_vm_is_sequence(program, val[3])))
+        return stax_vm_reject(v, i, "views take tensors, not sequences");
       const stax_vm_descriptor_t* desc = &program->descriptors[val[2]];
       if (desc->rank < stax_vm_register_descriptor(program, val[1])->rank ||
           desc->rank != stax_vm_register_descriptor(program, val[0])->rank)
@@ -709,6 +759,9 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
     }
     case STAX_VM_OP_RESHAPE_VIEW: {
       STAX_RETURN_IF_ERROR(stax_vm_same_type(v, i, val[0], val[1], false));
+      if (stax_vm_is_sequence(program, val[1]) ||
+          (ins->opcode == STAX_VM_OP_RESHAPE_VIEW && stax_vm_is_sequence(program, val[3])))
+        return stax_vm_reject(v, i, "views take tensors, not sequences");
       if (val[2] < 0 && val[3] < 0)
         return stax_vm_reject(v, i, "needs a descriptor or a shape register");
       if (val[2] >= 0 &&
@@ -719,6 +772,9 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
     }
     case STAX_VM_OP_TRANSPOSE_VIEW: {
       STAX_RETURN_IF_ERROR(stax_vm_same_type(v, i, val[0], val[1], true));
+      if (stax_vm_is_sequence(program, val[1]) ||
+          (ins->opcode == STAX_VM_OP_RESHAPE_VIEW && stax_vm_is_sequence(program, val[3])))
+        return stax_vm_reject(v, i, "views take tensors, not sequences");
       int32_t rank = stax_vm_register_descriptor(program, val[1])->rank;
       if (ops.list_counts[0] != rank)
         return stax_vm_reject(v, i, "permutation has %d entries for rank %d", ops.list_counts[0],
@@ -763,6 +819,12 @@ static stax_status_t stax_vm_verify_instruction(const stax_vm_verifier_t* v, int
     case STAX_VM_OP_CALL_FUNC:
       for (int32_t k = 0; k < ops.list_counts[1]; k++)
         if (ops.lists[1][k] < 0) return stax_vm_reject(v, i, "output %d has no register", k);
+      /* Host functions exchange tensors only. */
+      for (int32_t list = 0; list < 2; list++)
+        for (int32_t k = 0; k < ops.list_counts[list]; k++)
+          if (stax_vm_is_sequence(program, ops.lists[list][k]))
+            return stax_vm_reject(v, i, "%s %d is sequence register %d; host functions take "
+                                  "tensors", list ? "output" : "input", k, ops.lists[list][k]);
       break;
     default:
       if (stax_vm_opcode_is_compute(ins->opcode))
@@ -891,6 +953,34 @@ static stax_status_t stax_vm_verify_compact(const stax_vm_verifier_t* v, int32_t
   return STAX_OK;
 }
 
+typedef struct stax_vm_sequence_use_t {
+  const stax_program_t* program;
+  int32_t reg; /* a sequence register found, or -1 */
+} stax_vm_sequence_use_t;
+
+static void stax_vm_find_sequence(void* ctx, int32_t reg, bool is_def) {
+  (void)is_def;
+  stax_vm_sequence_use_t* use = ctx;
+  if (use->reg < 0 && stax_vm_is_sequence(use->program, reg)) use->reg = reg;
+}
+
+/* Segments are what the JIT lowers: they hold tensors only (a compiled program ends a segment
+ * at any instruction that touches a sequence; a file must not say otherwise). */
+static stax_status_t stax_vm_verify_segment_kinds(const stax_vm_verifier_t* v) {
+  const stax_program_t* program = v->program;
+  for (int32_t s = 0; s < program->segments_count; s++) {
+    const stax_vm_segment_t* segment = &program->segments[s];
+    for (int32_t i = segment->first; i < segment->first + segment->count; i++) {
+      stax_vm_sequence_use_t use = {program, -1};
+      stax_vm_instruction_registers(program, i, stax_vm_find_sequence, &use);
+      if (use.reg >= 0)
+        return stax_vm_reject(v, i, "segment %d holds sequence register %d; segments hold "
+                              "tensors only", s, use.reg);
+    }
+  }
+  return STAX_OK;
+}
+
 stax_status_t stax_vm_verify(const stax_program_t* program) {
   stax_vm_verifier_t v = {program};
   if (program->strings_count > 0 && program->strings[program->strings_count - 1] != '\0')
@@ -919,6 +1009,7 @@ stax_status_t stax_vm_verify(const stax_program_t* program) {
     goto cleanup;
   }
   STAX_GOTO_IF_ERROR(status, stax_vm_verify_loops(&v, loop_begin, loop_end), cleanup);
+  STAX_GOTO_IF_ERROR(status, stax_vm_verify_segment_kinds(&v), cleanup);
   STAX_GOTO_IF_ERROR(status,
                      stax_vm_verify_nesting(&v, offsets + n + 1, offsets + 2 * (size_t)n + 1),
                      cleanup);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generates the stax op conformance suite: for every op in include/stax/ops.def except If,
-Loop and Constant (they have their own tests), many one-node cases with inputs and numpy
+Loop, Constant and the sequence ops (they have their own tests), many one-node cases with inputs and numpy
 reference outputs, written as .npy files plus one line-based manifest that
 tests/conformance/runner.c reads.
 
@@ -482,7 +482,11 @@ def all_ops():
     return ops
 
 
-SKIPPED = ("If", "Loop", "Constant")
+# The sequence ops take or make sequence values, which these one-node tensor cases cannot
+# express: tests/unit/test_sequence.c and tests/python/test_sequences.py test them.
+SKIPPED = ("If", "Loop", "Constant", "SequenceEmpty", "SequenceConstruct", "SequenceInsert",
+           "SequenceErase", "SequenceAt", "SequenceLength", "SplitToSequence",
+           "ConcatFromSequence")
 
 # Ops whose float32 cases are generated a second time in bfloat16.
 BF16_OPS = set("""

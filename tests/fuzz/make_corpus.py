@@ -1,6 +1,7 @@
 """Writes the fuzzers' seed corpora (scripts/fuzz.sh runs this): small ONNX models covering the
 importer's paths (elementwise with broadcasting, MatMul/Gemm, Conv and pooling, shape chains
-with Reshape, If and Loop subgraphs, a transformer layer, constants of several dtypes), the
+with Reshape, If and Loop subgraphs, sequence ops, a transformer layer, constants of several
+dtypes), the
 same models compiled and saved as stax programs, and .npy files of every dtype in C and
 Fortran order. Usage: make_corpus.py OUTDIR (writes OUTDIR/{onnx,program,npy}/)."""
 import io
@@ -83,6 +84,21 @@ def seeds():
                         [vi("x", f, ["N"]), vi("m", TensorProto.INT64, []),
                          vi("c", TensorProto.BOOL, [])],
                         [vi("y", f, ["N"]), vi("ys", f, None)])
+    # Sequence values: a sequence input and output, and the sequence ops (program seeds then
+    # hold sequence registers for the program-load fuzzer to mutate).
+    seq = helper.make_value_info("s", helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(f, ["R", 3])))
+    out_seq = helper.make_value_info("joined", helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(f, None)))
+    yield "sequences", model(
+        [helper.make_node("SequenceInsert", ["s", "x", "p"], ["more"]),
+         helper.make_node("SplitToSequence", ["x"], ["rows"], axis=0, keepdims=0),
+         helper.make_node("SequenceAt", ["rows", "p"], ["row"]),
+         helper.make_node("SequenceErase", ["more"], ["joined"]),
+         helper.make_node("ConcatFromSequence", ["more"], ["y"], axis=0),
+         helper.make_node("SequenceLength", ["rows"], ["n"])],
+        [seq, vi("x", f, [2, 3]), vi("p", TensorProto.INT64, [])],
+        [vi("y", f, None), vi("row", f, None), vi("n", TensorProto.INT64, []), out_seq])
     yield "casts", model(
         [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
          helper.make_node("Cast", ["h"], ["i"], to=TensorProto.INT32),

@@ -255,16 +255,30 @@ static bool suite_compare(const char* label, stax_tensor_t* actual, stax_tensor_
 
 /* ---- running one test --------------------------------------------------------------------- */
 
-/* Loads <set>/<prefix>_<i>.pb for i = 0, 1, ... until one is missing. */
-static stax_status_t suite_load_tensors(const char* set_dir, const char* prefix,
-                                        stax_tensor_t** tensors, char** names, int* out_count) {
+/* Loads <set>/<prefix>_<i>.pb for i = 0, 1, ... until one is missing: a SequenceProto where
+ * the program's input/output i is a sequence (the files do not say which they hold), else a
+ * TensorProto. */
+static stax_status_t suite_load_tensors(const stax_program_t* program, const char* set_dir,
+                                        const char* prefix, stax_tensor_t** tensors, char** names,
+                                        int* out_count) {
   *out_count = 0;
+  bool outputs = strcmp(prefix, "output") == 0;
+  int32_t known = outputs ? stax_program_output_count(program) : stax_program_input_count(program);
   for (int i = 0; i < SUITE_MAX_TENSORS; i++) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s_%d.pb", set_dir, prefix, i);
     if (!suite_is_file(path)) return STAX_OK;
-    STAX_RETURN_IF_ERROR(
-        stax_onnx_load_tensor_file(suite_allocator(), path, &tensors[i], &names[i]));
+    bool sequence = i < known && (outputs ? stax_program_output_is_sequence(program, i)
+                                          : stax_program_input_is_sequence(program, i));
+    if (sequence) {
+      stax_dtype_t dtype = outputs ? stax_program_output_dtype(program, i)
+                                   : stax_program_input_dtype(program, i);
+      STAX_RETURN_IF_ERROR(
+          stax_onnx_load_sequence_file(suite_allocator(), path, dtype, &tensors[i]));
+    } else {
+      STAX_RETURN_IF_ERROR(
+          stax_onnx_load_tensor_file(suite_allocator(), path, &tensors[i], &names[i]));
+    }
     (*out_count)++;
   }
   return STAX_OK;
@@ -306,6 +320,37 @@ static stax_tensor_t* suite_as_dtype(stax_tensor_t* tensor, stax_dtype_t wanted)
   return view;
 }
 
+/* Compares a tensor or a sequence (element by element) with the stored value. */
+static bool suite_compare_values(const char* label, stax_tensor_t* actual, stax_tensor_t* expected,
+                                 char* reason, size_t reason_size, bool verbose) {
+  if (!stax_tensor_is_sequence(actual) && !stax_tensor_is_sequence(expected)) {
+    stax_tensor_t* wanted = suite_as_dtype(expected, stax_tensor_dtype(actual));
+    bool same = suite_compare(label, actual, wanted, reason, reason_size, verbose);
+    stax_tensor_release(wanted);
+    return same;
+  }
+  if (stax_tensor_is_sequence(actual) != stax_tensor_is_sequence(expected)) {
+    snprintf(reason, reason_size, "%s: got a %s, expected a %s", label,
+             stax_tensor_is_sequence(actual) ? "sequence" : "tensor",
+             stax_tensor_is_sequence(expected) ? "sequence" : "tensor");
+    return false;
+  }
+  int64_t length = stax_sequence_length(actual);
+  if (length != stax_sequence_length(expected)) {
+    snprintf(reason, reason_size, "%s: a sequence of %lld tensors, expected %lld", label,
+             (long long)length, (long long)stax_sequence_length(expected));
+    return false;
+  }
+  for (int64_t k = 0; k < length; k++) {
+    char element_label[300];
+    snprintf(element_label, sizeof(element_label), "%s element %lld", label, (long long)k);
+    if (!suite_compare_values(element_label, stax_sequence_at(actual, k),
+                              stax_sequence_at(expected, k), reason, reason_size, verbose))
+      return false;
+  }
+  return true;
+}
+
 /* Puts the loaded inputs in program order: by name when every name matches an input, else in
  * file order (the backend tests write them in graph input order). */
 static bool suite_order_inputs(const stax_program_t* program, stax_tensor_t** loaded,
@@ -344,9 +389,11 @@ static void suite_run_data_set(stax_context_t* context, const stax_program_t* pr
   stax_tensor_t* outputs[SUITE_MAX_TENSORS] = {0};
   int input_count = 0, expected_count = 0;
   int32_t output_count = stax_program_output_count(program);
-  stax_status_t status = suite_load_tensors(set_dir, "input", inputs, input_names, &input_count);
+  stax_status_t status =
+      suite_load_tensors(program, set_dir, "input", inputs, input_names, &input_count);
   if (status == STAX_OK) {
-    status = suite_load_tensors(set_dir, "output", expected, expected_names, &expected_count);
+    status = suite_load_tensors(program, set_dir, "output", expected, expected_names,
+                                &expected_count);
   }
   if (status != STAX_OK) {
     suite_set_status_reason(result, set_name, status);
@@ -387,9 +434,8 @@ static void suite_run_data_set(stax_context_t* context, const stax_program_t* pr
       snprintf(result->reason, sizeof(result->reason), "%s: no tensor returned", label);
       break;
     }
-    stax_tensor_t* wanted = suite_as_dtype(expected[o], stax_tensor_dtype(outputs[o]));
-    bool same = suite_compare(label, outputs[o], wanted, reason, sizeof(reason), verbose);
-    stax_tensor_release(wanted);
+    bool same = suite_compare_values(label, outputs[o], expected[o], reason, sizeof(reason),
+                                     verbose);
     if (!same) {
       if (result->outcome != SUITE_FAIL) {
         result->outcome = SUITE_FAIL;

@@ -49,6 +49,9 @@ static stax_status_t fresh_covering(stax_shape_infer_t* ic, int32_t output, int3
 /* Output i := a branch value, with its contents and constant. */
 static stax_status_t copy_branch_output(stax_shape_infer_t* ic, int32_t i,
                                         const stax_value_t* value) {
+  if (value->is_sequence)
+    return stax_infer_set_sequence_output(ic, i, value->dtype, value->elem_rank,
+                                          (const stax_dim_t* const*)value->elem_dims);
   STAX_RETURN_IF_ERROR(stax_infer_set_output(ic, i, value->dtype, value->rank,
                                              (const stax_dim_t* const*)value->dims));
   if (value->constant) stax_infer_set_constant(ic, i, value->constant);
@@ -68,6 +71,23 @@ static stax_status_t merge_branch_outputs(stax_shape_infer_t* ic, int32_t i,
                             "output %d: then_branch gives %s '%s' but else_branch gives %s '%s'",
                             i, stax_dtype_name(then_value->dtype), then_value->name,
                             stax_dtype_name(else_value->dtype), else_value->name);
+  }
+  if (then_value->is_sequence != else_value->is_sequence) {
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
+                            "output %d: then_branch gives a %s ('%s') but else_branch gives a "
+                            "%s ('%s')",
+                            i, then_value->is_sequence ? "sequence" : "tensor", then_value->name,
+                            else_value->is_sequence ? "sequence" : "tensor", else_value->name);
+  }
+  if (then_value->is_sequence) {
+    /* Only constant element dims survive: a symbol may be bound in one branch alone. */
+    int32_t rank = 0;
+    const stax_dim_t* dims[STAX_MAX_RANK];
+    stax_shape_merge_elements(ic->shape, then_value->elem_rank,
+                              (const stax_dim_t* const*)then_value->elem_dims,
+                              else_value->elem_rank,
+                              (const stax_dim_t* const*)else_value->elem_dims, true, &rank, dims);
+    return stax_infer_set_sequence_output(ic, i, then_value->dtype, rank, dims);
   }
   if (then_value->rank != else_value->rank) {
     return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
@@ -200,6 +220,31 @@ static stax_status_t loop_carried(stax_shape_infer_t* ic, int32_t i, stax_graph_
                             body_input->name, stax_dtype_name(body_input->dtype),
                             body_output->name, stax_dtype_name(body_output->dtype));
   }
+  const stax_value_t* initial_value = stax_infer_input(ic, 2 + i);
+  if (body_input->is_sequence != initial_value->is_sequence ||
+      body_output->is_sequence != initial_value->is_sequence) {
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
+                            "loop-carried value %d: input %d '%s' is a %s, body input '%s' a %s, "
+                            "body output '%s' a %s; they must match",
+                            i, 2 + i, initial.name, initial_value->is_sequence ? "sequence" : "tensor",
+                            body_input->name, body_input->is_sequence ? "sequence" : "tensor",
+                            body_output->name, body_output->is_sequence ? "sequence" : "tensor");
+  }
+  if (initial_value->is_sequence) {
+    /* The elements may come from any iteration: only what every source says about them holds
+     * (constant dims; body symbols are bound per iteration). */
+    int32_t rank = 0, merged_rank = 0;
+    const stax_dim_t* dims[STAX_MAX_RANK];
+    const stax_dim_t* merged[STAX_MAX_RANK];
+    stax_shape_merge_elements(ic->shape, initial_value->elem_rank,
+                              (const stax_dim_t* const*)initial_value->elem_dims,
+                              body_input->elem_rank,
+                              (const stax_dim_t* const*)body_input->elem_dims, true, &rank, dims);
+    stax_shape_merge_elements(ic->shape, rank, dims, body_output->elem_rank,
+                              (const stax_dim_t* const*)body_output->elem_dims, true,
+                              &merged_rank, merged);
+    return stax_infer_set_sequence_output(ic, i, initial.dtype, merged_rank, merged);
+  }
   if (body_input->rank != initial.rank || body_output->rank != initial.rank) {
     return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
                             "loop-carried value %d: input %d '%s' has rank %d, body input '%s' "
@@ -281,6 +326,11 @@ static stax_status_t loop_trip_count(stax_shape_infer_t* ic, stax_graph_t* body,
 static stax_status_t loop_scan_output(stax_shape_infer_t* ic, const stax_dim_t* trip_count,
                                       int32_t output, const stax_value_t* body_output,
                                       const loop_symbols_t* stable) {
+  if (body_output->is_sequence) {
+    return stax_infer_error(ic, STAX_INVALID_ARGUMENT,
+                            "scan output %d '%s' is a sequence; scan outputs stack tensors",
+                            output, body_output->name);
+  }
   int32_t rank = body_output->rank + 1;
   if (rank > STAX_MAX_RANK) {
     return stax_infer_error(ic, STAX_UNIMPLEMENTED,

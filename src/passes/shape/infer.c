@@ -93,6 +93,42 @@ stax_status_t stax_infer_set_output(stax_shape_infer_t* ic, int32_t i, stax_dtyp
   value->dtype = dtype;
   value->rank = rank;
   value->dims = copy;
+  value->is_sequence = false;
+  value->elem_rank = -1;
+  value->elem_dims = NULL;
+  return STAX_OK;
+}
+
+stax_status_t stax_infer_set_sequence_output(stax_shape_infer_t* ic, int32_t i,
+                                             stax_dtype_t dtype, int32_t elem_rank,
+                                             const stax_dim_t* const* elem_dims) {
+  stax_value_t* value = NULL;
+  STAX_RETURN_IF_ERROR(stax_infer_output_value(ic, i, &value));
+  if (dtype < 0 || dtype >= STAX_DTYPE_COUNT) {
+    return stax_infer_error(ic, STAX_INTERNAL, "output %d given invalid dtype %d", i, (int)dtype);
+  }
+  if (elem_rank < STAX_ELEM_RANK_EMPTY || elem_rank > STAX_MAX_RANK) {
+    return stax_infer_error(ic, STAX_SHAPE_MISMATCH,
+                            "output %d would hold elements of rank %d (max %d)", i, elem_rank,
+                            STAX_MAX_RANK);
+  }
+  const stax_dim_t** copy = NULL;
+  if (elem_rank > 0) {
+    /* NULL entries are allowed here (dims the elements do not share). */
+    const stax_dim_t* dims[STAX_MAX_RANK];
+    for (int32_t d = 0; d < elem_rank; d++) dims[d] = elem_dims ? elem_dims[d] : NULL;
+    void* memory = NULL;
+    STAX_RETURN_IF_ERROR(stax_arena_memdup(&ic->graph->arena, dims,
+                                           (size_t)elem_rank * sizeof(dims[0]), &memory),
+                         "%s node '%s' output %d", stax_op_name(ic->node->op), ic->node->name, i);
+    copy = memory;
+  }
+  value->dtype = dtype;
+  value->rank = 0;
+  value->dims = NULL;
+  value->is_sequence = true;
+  value->elem_rank = elem_rank;
+  value->elem_dims = copy;
   return STAX_OK;
 }
 
@@ -160,9 +196,37 @@ stax_status_t stax_shape_infer_node(stax_graph_t* graph, stax_node_id_t node_id)
     return stax_status_make(STAX_INTERNAL, "node '%s': op %d has no shape function",
                             ic.node->name, (int)ic.node->op);
   }
-  STAX_RETURN_IF_ERROR(infer(&ic));
+  /* Sequence values go only where the op takes them (ops.def: SEQUENCE_IN / SEQUENCE_OUT). */
+  stax_op_t op = ic.node->op;
+  for (int32_t k = 0; k < ic.node->input_count; k++) {
+    if (ic.node->inputs[k] == STAX_VALUE_NONE) continue;
+    const stax_value_t* input = &graph->values[ic.node->inputs[k]];
+    stax_operand_kind_t kind = stax_op_input_kind(op, k);
+    if (kind == STAX_OPERAND_SEQUENCE && !input->is_sequence)
+      return stax_infer_error(&ic, STAX_INVALID_ARGUMENT,
+                              "input %d '%s' is a %s tensor; the op needs a sequence there", k,
+                              input->name, stax_dtype_name(input->dtype));
+    if (kind == STAX_OPERAND_TENSOR && input->is_sequence)
+      return stax_infer_error(&ic, STAX_INVALID_ARGUMENT,
+                              "input %d '%s' is a sequence of %s tensors; the op needs a tensor "
+                              "there",
+                              k, input->name, stax_dtype_name(input->dtype));
+  }
+  if (op == STAX_OP_Identity && ic.node->input_count == 1 && ic.node->output_count == 1 &&
+      ic.node->inputs[0] != STAX_VALUE_NONE && graph->values[ic.node->inputs[0]].is_sequence) {
+    const stax_value_t* input = &graph->values[ic.node->inputs[0]];
+    STAX_RETURN_IF_ERROR(stax_infer_set_sequence_output(
+        &ic, 0, input->dtype, input->elem_rank, (const stax_dim_t* const*)input->elem_dims));
+  } else {
+    STAX_RETURN_IF_ERROR(infer(&ic));
+  }
   for (int32_t i = 0; i < ic.node->output_count; i++) {
     const stax_value_t* value = &graph->values[ic.node->outputs[i]];
+    stax_operand_kind_t kind = stax_op_output_kind(op, i);
+    if ((kind == STAX_OPERAND_SEQUENCE && !value->is_sequence) ||
+        (kind == STAX_OPERAND_TENSOR && value->is_sequence))
+      return stax_infer_error(&ic, STAX_INTERNAL, "shape function gave output %d ('%s') the "
+                              "wrong kind (sequence or tensor)", i, value->name);
     if (value->dtype < 0 || value->dtype >= STAX_DTYPE_COUNT || value->rank < 0) {
       return stax_infer_error(&ic, STAX_INTERNAL,
                               "shape function left output %d ('%s') without a dtype and shape",
