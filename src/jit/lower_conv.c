@@ -387,6 +387,25 @@ static const axis_t* find_axis(const conv_t* c, axis_kind_t kind, int32_t dim) {
 
 /* One register tile (see lower_internal.h), for both lowerings: `rows` output channels x
  * `lanes` positions from the tile's forms. */
+/* A tile's epilogue at the current output point (L->forms): `value` (the accumulated sum,
+ * averaged for a pool) + B at the point's channel, as the Conv's output, then every group
+ * output stored (the group's elementwise ops read it). */
+static void store_epilogue(lower_t* L, const lower_conv_geometry_t* g, stax_kir_block_t* block,
+                           const stax_kir_expr_t* value) {
+  stax_kir_kernel_t* k = L->kernel;
+  if (g->bias >= 0) {
+    const stax_jit_value_t* b = lower_value(L, g->bias);
+    stax_kir_index_t bias_index = stax_kir_index_constant(0);
+    stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
+    value = stax_kir_binary(k, STAX_KIR_ADD, value,
+                            stax_kir_load(k, L->buffer[g->bias], &bias_index));
+  }
+  L->fixed[g->out] = value;
+  for (int32_t i = 0; i < L->group->output_count; i++)
+    lower_store_value(L, block, L->group->outputs[i], LOWER_FULL, L->rank);
+  L->fixed[g->out] = NULL;
+}
+
 void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* t) {
   stax_kir_kernel_t* k = L->kernel;
   const lower_conv_geometry_t* g = t->g;
@@ -530,7 +549,6 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
     }
   }
   /* The epilogue, channel by channel, at the tile's output points. */
-  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
   for (int32_t r = 0; r < rows; r++) {
     L->forms[0] = t->batch;
     L->forms[1] = channel;
@@ -546,16 +564,7 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
           stax_kir_binary(k, STAX_KIR_DIV, value,
                           counted >= 0 ? stax_kir_local(k, counted)
                                        : stax_kir_float(k, STAX_DTYPE_FLOAT64, g->divisor)));
-    if (b) {
-      stax_kir_index_t bias_index = stax_kir_index_constant(0);
-      stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
-      value = stax_kir_binary(k, STAX_KIR_ADD, value,
-                              stax_kir_load(k, L->buffer[g->bias], &bias_index));
-    }
-    L->fixed[g->out] = value;
-    for (int32_t i = 0; i < L->group->output_count; i++)
-      lower_store_value(L, &columns->body, L->group->outputs[i], LOWER_FULL, L->rank);
-    L->fixed[g->out] = NULL;
+    store_epilogue(L, g, &columns->body, value);
   }
 }
 
@@ -748,7 +757,6 @@ static void emit_channel_tile(conv_t* c, stax_kir_block_t* block) {
     }
   }
   /* The epilogue, position by position, at the tile's channels. */
-  const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
   for (int32_t p = 0; p < count; p++) {
     L->forms[0] = *batch;
     L->forms[1] = channels->form;
@@ -760,16 +768,7 @@ static void emit_channel_tile(conv_t* c, stax_kir_block_t* block) {
     L->forms[2 + last].constant += p % cols;
     lower_new_point(L);
     const stax_kir_expr_t* value = stax_kir_local(k, accumulators[p]);
-    if (b) {
-      stax_kir_index_t bias_index = stax_kir_index_constant(0);
-      stax_kir_index_add_scaled(k, &bias_index, &L->forms[1], b->strides[0]);
-      value = stax_kir_binary(k, STAX_KIR_ADD, value,
-                              stax_kir_load(k, L->buffer[g->bias], &bias_index));
-    }
-    L->fixed[g->out] = value;
-    for (int32_t i = 0; i < L->group->output_count; i++)
-      lower_store_value(L, &lanes->body, L->group->outputs[i], LOWER_FULL, L->rank);
-    L->fixed[g->out] = NULL;
+    store_epilogue(L, g, &lanes->body, value);
   }
 }
 

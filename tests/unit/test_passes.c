@@ -6,33 +6,9 @@
  * that must not happen (results too large, kernels that fail), rewrites that must not happen
  * (graph outputs, broadcasts that grow, +0.0, near-miss patterns), subgraphs, pass lists and
  * STAX_DISABLE_PASSES, and 300 random graphs. */
-#include "test_vm_util.h"
+#include "test_passes_util.h"
 
 typedef stax_graph_t* (*build_fn)(uint64_t seed);
-
-static stax_program_t* compile_with(stax_graph_t* g, uint32_t disabled) {
-  stax_compile_options_t options = {.disable_passes = disabled};
-  stax_program_t* program = NULL;
-  CHECK_OK(stax_program_compile(vm_alloc(), g, &options, &program));
-  return program;
-}
-
-static int32_t count_op(const stax_graph_t* g, stax_op_t op) {
-  int32_t count = 0;
-  for (int32_t n = 0; n < stax_graph_node_count(g); n++)
-    if (stax_node_op(g, n) == op) count++;
-  return count;
-}
-
-/* True when some pass run's detail mentions `needle`. */
-static bool report_mentions(const stax_program_t* program, const char* needle) {
-  for (int32_t k = 0; k < stax_program_pass_report_count(program); k++) {
-    stax_pass_report_t report;
-    CHECK_OK(stax_program_pass_report(program, k, &report));
-    if (strstr(report.detail, needle)) return true;
-  }
-  return false;
-}
 
 static bool tensors_identical(const stax_tensor_t* a, const stax_tensor_t* b) {
   if (!a || !b || stax_tensor_dtype(a) != stax_tensor_dtype(b) ||

@@ -5,7 +5,7 @@
  * the fold rounds differently, see the pass's comment), over batches and heights; and the
  * rewrites that must not happen (training mode, parameters that are not constants, a used
  * running-statistics output, var + epsilon <= 0). */
-#include "test_vm_util.h"
+#include "test_passes_util.h"
 
 #define BN_TOLERANCE 1e-5
 
@@ -13,22 +13,6 @@ static stax_graph_t* new_graph(void) {
   stax_graph_t* g = NULL;
   CHECK_OK(stax_graph_create(vm_alloc(), &g));
   return g;
-}
-
-static int32_t count_op(const stax_graph_t* g, stax_op_t op) {
-  int32_t count = 0;
-  for (int32_t n = 0; n < stax_graph_node_count(g); n++)
-    if (stax_node_op(g, n) == op) count++;
-  return count;
-}
-
-static bool report_mentions(const stax_program_t* program, const char* needle) {
-  for (int32_t k = 0; k < stax_program_pass_report_count(program); k++) {
-    stax_pass_report_t report;
-    CHECK_OK(stax_program_pass_report(program, k, &report));
-    if (strstr(report.detail, needle)) return true;
-  }
-  return false;
 }
 
 /* x[N, C, H, 9], N in [1, 8], H in [1, 32]. */

@@ -11,36 +11,13 @@
  *   - the verifier rejecting corrupted DIM_VALUES instructions.
  * Every program is run against the same graph compiled with the passes off, bit for bit, over
  * shapes that include S = 0. */
-#include "test_vm_util.h"
+#include "test_passes_util.h"
 #include "vm/program.h"
 
 static stax_graph_t* new_graph(void) {
   stax_graph_t* g = NULL;
   CHECK_OK(stax_graph_create(vm_alloc(), &g));
   return g;
-}
-
-static stax_program_t* compile_with(stax_graph_t* g, uint32_t disabled) {
-  stax_compile_options_t options = {.disable_passes = disabled};
-  stax_program_t* program = NULL;
-  CHECK_OK(stax_program_compile(vm_alloc(), g, &options, &program));
-  return program;
-}
-
-static int32_t count_op(const stax_graph_t* g, stax_op_t op) {
-  int32_t count = 0;
-  for (int32_t n = 0; n < stax_graph_node_count(g); n++)
-    if (stax_node_op(g, n) == op) count++;
-  return count;
-}
-
-static bool report_mentions(const stax_program_t* program, const char* needle) {
-  for (int32_t k = 0; k < stax_program_pass_report_count(program); k++) {
-    stax_pass_report_t report;
-    CHECK_OK(stax_program_pass_report(program, k, &report));
-    if (strstr(report.detail, needle)) return true;
-  }
-  return false;
 }
 
 /* Instructions of the program whose opcode is `name` (or name_STATIC). */
