@@ -11,7 +11,9 @@
  * Each test runs in a child process, so a crash or a hang (watchdog) fails that test only.
  *
  *   onnx_node_suite --data DIR [--exceptions FILE] [--test NAME]... [--no-fork]
- *                   [--timeout SECONDS] [--quiet] [--jit]
+ *                   [--timeout SECONDS] [--quiet] [--jit] [--dims-may-be-zero]
+ * With --dims-may-be-zero models import with dim_params that may be 0 (stax's default range
+ * starts at 1), as ONNX allows: the onnx package's shipped data has a model fed an empty input.
  * With --jit every model also runs through the JIT tier in verify mode (sync, threshold 1,
  * every data set run twice so the second call runs the compiled kernels): each compiled
  * segment is interpreted on the same inputs and compared (docs/jit.md, "Verify mode"), and
@@ -55,6 +57,9 @@ typedef struct suite_options_t {
   bool verbose;
   bool quiet;
   bool jit;
+  /* Import with stax_onnx_import_options_t.dims_may_be_zero: dim_params may be 0, as ONNX
+   * allows (test data with empty inputs). */
+  bool dims_may_be_zero;
 } suite_options_t;
 
 static stax_allocator_t suite_allocator(void) { return stax_allocator_system(); }
@@ -480,7 +485,8 @@ static void suite_run_test(const suite_options_t* options, const char* test_dir,
   stax_graph_t* graph = NULL;
   stax_program_t* program = NULL;
   stax_context_t* context = NULL;
-  status = stax_onnx_import_file(allocator, model_path, NULL, &graph);
+  stax_onnx_import_options_t import_options = {.dims_may_be_zero = options->dims_may_be_zero};
+  status = stax_onnx_import_file(allocator, model_path, &import_options, &graph);
   if (status != STAX_OK) {
     suite_set_status_reason(result, "import", status);
     return;
@@ -671,7 +677,7 @@ static void suite_op_stats_print(const suite_op_stats_t* stats) {
 static void suite_usage(void) {
   fprintf(stderr,
           "usage: onnx_node_suite --data DIR [--exceptions FILE] [--test NAME]... [--fork | "
-          "--no-fork] [--timeout SECONDS] [--quiet] [--jit]\n");
+          "--no-fork] [--timeout SECONDS] [--quiet] [--jit] [--dims-may-be-zero]\n");
 }
 
 static bool suite_parse_args(int argc, char** argv, suite_options_t* options) {
@@ -699,6 +705,8 @@ static bool suite_parse_args(int argc, char** argv, suite_options_t* options) {
       options->quiet = true;
     } else if (strcmp(arg, "--jit") == 0) {
       options->jit = true;
+    } else if (strcmp(arg, "--dims-may-be-zero") == 0) {
+      options->dims_may_be_zero = true;
     } else {
       return false;
     }

@@ -81,8 +81,10 @@ def main():
     failed = False
     for name, path in folders:
         print(f"== {name}", flush=True)
-        run = subprocess.run([suite, "--data", path, "--quiet", "--exceptions", EXCEPTIONS]
-                             + extra)
+        # Dim_params may be 0 here, as ONNX allows: simple's test_sequence_model8 is fed an
+        # empty input (stax's own default range starts at 1).
+        run = subprocess.run([suite, "--data", path, "--quiet", "--exceptions", EXCEPTIONS,
+                              "--dims-may-be-zero"] + extra)
         failed = failed or run.returncode != 0
     print("shipped onnx test data:", "FAILED" if failed else "all ran tests passed")
     return 1 if failed else 0
