@@ -71,8 +71,8 @@ LLVMValueRef stax_llvm_half_to_f32(stax_llvm_emitter_t* em, LLVMValueRef x, bool
   /* Zero and subnormals: mantissa * 2^-24 exactly (every half subnormal is a normal float). */
   LLVMValueRef tiny = LLVMBuildFMul(h.b, LLVMBuildUIToFP(h.b, mantissa, h.f32, ""),
                                     stax_llvm_const_float(em, h.f32, 0x1p-24), "");
-  magnitude = LLVMBuildSelect(h.b, cmp32(&h, LLVMIntEQ, exponent, 0), LLVMBuildBitCast(h.b, tiny, h.i32, ""),
-                              magnitude, "");
+  magnitude = LLVMBuildSelect(h.b, cmp32(&h, LLVMIntEQ, exponent, 0),
+                              LLVMBuildBitCast(h.b, tiny, h.i32, ""), magnitude, "");
   return LLVMBuildBitCast(h.b, LLVMBuildOr(h.b, sign, magnitude, ""), h.f32, "");
 }
 

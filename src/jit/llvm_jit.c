@@ -383,7 +383,8 @@ static stax_status_t compile_object(llvm_backend_t* b, const stax_kir_kernel_t* 
   stax_status_t status = machine ? STAX_OK
                                  : stax_status_make(STAX_INTERNAL,
                                                     "LLVM could not create a target machine");
-  if (status == STAX_OK) status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
+  if (status == STAX_OK)
+    status = stax_llvm_emit_kernel(context, kernel, &b->target, symbol, &module);
   double emitted = now_ms(), optimized = emitted;
   if (status != STAX_OK) goto done;
   LLVMSetTarget(module, b->jit_triple);
