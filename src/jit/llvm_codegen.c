@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "jit/llvm_internal.h"
+#include "runtime/tensor_internal.h"
 
 #define MAX_UNROLL 8
 /* Buffers whose parameter lists fit on the stack (more go to the heap). */
@@ -91,10 +92,6 @@ static LLVMTypeRef memory_type(codegen_t* cg, stax_dtype_t dtype) {
 static bool is_float(stax_dtype_t dtype) {
   return dtype == STAX_DTYPE_FLOAT32 || dtype == STAX_DTYPE_FLOAT64 ||
          dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
-static bool is_half(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
 }
 
 static LLVMValueRef i64_constant(codegen_t* cg, int64_t value) {
@@ -334,12 +331,12 @@ static LLVMValueRef emit_cast(codegen_t* cg, stax_dtype_t from, stax_dtype_t to,
   bool from_unsigned = stax_dtype_is_unsigned_int(from) || from == STAX_DTYPE_BOOL;
   /* 16-bit floats go through float32 in integer IR (llvm_half.c): no F16C, AVX512-BF16 or
    * compiler-rt needed, and the runtime's bits on every ISA level. */
-  if (is_half(from)) {
+  if (stax_dtype_is_half(from)) {
     x = stax_llvm_half_to_f32(&cg->em, x, from == STAX_DTYPE_BFLOAT16);
     if (to == STAX_DTYPE_FLOAT32) return x;
     return emit_cast(cg, STAX_DTYPE_FLOAT32, to, x);
   }
-  if (is_half(to)) {
+  if (stax_dtype_is_half(to)) {
     /* float64 narrows through float32 rounded to odd, as the runtime does, so that the
      * second rounding finds the nearest value. */
     if (from == STAX_DTYPE_FLOAT64) {
@@ -470,8 +467,8 @@ static LLVMValueRef emit_expr_uncached(codegen_t* cg, const stax_kir_expr_t* e) 
       const stax_kir_expr_t* inner = e->operands[0];
       /* float32 -> 16 bits -> float32 (the lowering's rounding of a 16-bit value): one
        * rounding in the float32 domain, with the same bits. */
-      if (e->dtype == STAX_DTYPE_FLOAT32 && inner->kind == STAX_KIR_CAST && is_half(inner->dtype) &&
-          inner->operands[0]->dtype == STAX_DTYPE_FLOAT32)
+      if (e->dtype == STAX_DTYPE_FLOAT32 && inner->kind == STAX_KIR_CAST &&
+          stax_dtype_is_half(inner->dtype) && inner->operands[0]->dtype == STAX_DTYPE_FLOAT32)
         return stax_llvm_round_to_half(&cg->em, emit_expr(cg, inner->operands[0]),
                                        inner->dtype == STAX_DTYPE_BFLOAT16);
       return emit_cast(cg, inner->dtype, e->dtype, emit_expr(cg, inner));

@@ -153,17 +153,13 @@ stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank, const int32_t
   return stax_kir_kernel_status(k);
 }
 
-static bool is_half(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
-
 stax_dtype_t lower_compute_dtype(stax_dtype_t dtype) {
-  return is_half(dtype) ? STAX_DTYPE_FLOAT32 : dtype;
+  return stax_dtype_is_half(dtype) ? STAX_DTYPE_FLOAT32 : dtype;
 }
 
 const stax_kir_expr_t* lower_round_to(lower_t* L, stax_dtype_t dtype, const stax_kir_expr_t* expr) {
   expr = stax_kir_cast(L->kernel, dtype, expr);
-  return is_half(dtype) ? stax_kir_cast(L->kernel, STAX_DTYPE_FLOAT32, expr) : expr;
+  return stax_dtype_is_half(dtype) ? stax_kir_cast(L->kernel, STAX_DTYPE_FLOAT32, expr) : expr;
 }
 
 static const stax_kir_expr_t* constant_expr(lower_t* L, int32_t value) {
@@ -193,7 +189,7 @@ const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t
       int32_t space_rank = space == LOWER_ROW ? L->rank - 1 : L->rank;
       stax_kir_index_t index = lower_value_index(L, value, space_rank);
       expr = stax_kir_load(L->kernel, L->buffer[value], &index);
-      if (expr && is_half(expr->dtype)) expr = stax_kir_cast(L->kernel, STAX_DTYPE_FLOAT32, expr);
+      if (expr && stax_dtype_is_half(expr->dtype)) expr = stax_kir_cast(L->kernel, STAX_DTYPE_FLOAT32, expr);
     }
   } else {
     const stax_jit_node_t* n = &L->group->nodes[node];
@@ -208,7 +204,7 @@ const stax_kir_expr_t* lower_value_expr(lower_t* L, int32_t value, lower_space_t
                                             lower_value_name(L, value)));
     }
     stax_dtype_t dtype = lower_value(L, value)->dtype;
-    if (expr && is_half(dtype)) expr = lower_round_to(L, dtype, expr);
+    if (expr && stax_dtype_is_half(dtype)) expr = lower_round_to(L, dtype, expr);
   }
   L->memo[space][value] = expr;
   L->memo_stamp[space][value] = L->stamp;
@@ -220,7 +216,7 @@ void lower_store_value(lower_t* L, stax_kir_block_t* block, int32_t value, lower
   stax_kir_index_t index = lower_value_index(L, value, space_rank);
   const stax_kir_expr_t* expr = lower_value_expr(L, value, space);
   stax_dtype_t dtype = lower_value(L, value)->dtype;
-  if (expr && is_half(dtype)) {
+  if (expr && stax_dtype_is_half(dtype)) {
     /* The rounded value itself (under the widening lower_value_expr put on it). */
     expr = expr->kind == STAX_KIR_CAST && expr->operands[0]->dtype == dtype
                ? expr->operands[0]

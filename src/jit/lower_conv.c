@@ -387,6 +387,23 @@ static const axis_t* find_axis(const conv_t* c, axis_kind_t kind, int32_t dim) {
 
 /* One register tile (see lower_internal.h), for both lowerings: `rows` output channels x
  * `lanes` positions from the tile's forms. */
+/* Where a tile's weights start in emit_weight_pack's panels [G][tile][Cg][taps][T]: at group
+ * `group`, the panel of the tile whose first channel (within the group) is `channels`, input
+ * channel 0, tap 0. A full tile's form is a loop counter times T (its panel, T*Cg*taps on);
+ * an edge piece's is a constant, possibly past a tile boundary by whole vectors (emit_axes
+ * cuts edges), so it splits into panel and lane. */
+static stax_kir_index_t packed_weight_index(stax_kir_kernel_t* k, const lower_conv_geometry_t* g,
+                                            const stax_kir_index_t* group,
+                                            const stax_kir_index_t* channels, int64_t tile,
+                                            int64_t taps) {
+  int64_t panel = g->cg * taps * tile, tiles = (g->mg + tile - 1) / tile;
+  stax_kir_index_t index = *channels;
+  for (int32_t i = 0; i < index.term_count; i++) index.coefficients[i] *= g->cg * taps;
+  index.constant = (channels->constant / tile) * panel + channels->constant % tile;
+  stax_kir_index_add_scaled(k, &index, group, tiles * panel);
+  return index;
+}
+
 /* A tile's epilogue at the current output point (L->forms): `value` (the accumulated sum,
  * averaged for a pool) + B at the point's channel, as the Conv's output, then every group
  * output stored (the group's elementwise ops read it). */
@@ -465,14 +482,8 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   for (int32_t i = 0; w && i < g->spatial; i++) w_dim[i] = w->strides[2 + i];
   stax_kir_index_t w_index = stax_kir_index_constant(0);
   if (packed) {
-    int64_t tile_rows = t->packed_tile, panel = g->cg * kernel_taps * tile_rows;
-    int64_t tiles = (g->mg + tile_rows - 1) / tile_rows;
-    w_index = t->channels;
-    for (int32_t i = 0; i < w_index.term_count; i++)
-      w_index.coefficients[i] *= g->cg * kernel_taps;
-    w_index.constant =
-        (t->channels.constant / tile_rows) * panel + t->channels.constant % tile_rows;
-    stax_kir_index_add_scaled(k, &w_index, &t->group, tiles * panel);
+    int64_t tile_rows = t->packed_tile;
+    w_index = packed_weight_index(k, g, &t->group, &t->channels, tile_rows, kernel_taps);
     w_ci = kernel_taps * tile_rows;
     w_row = 1;
     int64_t after = kernel_taps;
@@ -695,16 +706,10 @@ static void emit_channel_tile(conv_t* c, stax_kir_block_t* block) {
   int32_t j = stax_kir_loop_id(k, lanes);
   int32_t accumulators[64];
   lower_declare_accumulators(k, &lanes->body, tile, count, accumulators);
-  /* Weights at (g, the tile's panel, ci = 0, tap 0, lane j): a full tile's form is a loop
-   * counter times T (its panel, T*Cg*taps on); an edge piece's is a constant, possibly past a
-   * tile boundary by whole vectors (emit_axes cuts edges), so split into panel and lane. */
-  int64_t tile_lanes = c->mr, tiles = (g->mg + tile_lanes - 1) / tile_lanes;
-  int64_t panel = g->cg * taps * tile_lanes;
-  stax_kir_index_t w_index = channels->form;
-  for (int32_t t = 0; t < w_index.term_count; t++) w_index.coefficients[t] *= g->cg * taps;
-  w_index.constant = (channels->form.constant / tile_lanes) * panel +
-                     channels->form.constant % tile_lanes;
-  stax_kir_index_add_scaled(k, &w_index, group, tiles * panel);
+  /* Weights at (g, the tile's panel, ci = 0, tap 0, lane j). */
+  int64_t tile_lanes = c->mr;
+  stax_kir_index_t w_index =
+      packed_weight_index(k, g, group, &channels->form, tile_lanes, taps);
   stax_kir_index_add_term(k, &w_index, j, 1);
   stax_kir_index_t x_index = stax_kir_index_constant(0);
   stax_kir_index_add_scaled(k, &x_index, batch, c->source_strides[0]);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jit/lower_internal.h"
+#include "runtime/tensor_internal.h"
 
 /* The elementwise ops of ops.def that lowering handles. */
 /* clang-format off */
@@ -260,7 +261,7 @@ const stax_kir_expr_t* lower_elementwise_expr(lower_t* L, const stax_jit_node_t*
       /* 16-bit outputs accumulate in their own dtype, one rounding per input (variadic.c). */
       stax_dtype_t out = node->outputs[0] >= 0 ? lower_value(L, node->outputs[0])->dtype
                                                : STAX_DTYPE_FLOAT32;
-      bool round_each = lower_compute_dtype(out) != out;
+      bool round_each = stax_dtype_is_half(out);
       const stax_kir_expr_t* result = x;
       for (int32_t i = 1; i < count; i++) {
         result = bin(&b, fold, result, in[i]);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "jit/lower_internal.h"
+#include "runtime/tensor_internal.h"
 
 #define PARALLEL_MIN_ELEMENTS 32768
 #define PARALLEL_TASK_ELEMENTS 16384
@@ -187,7 +188,8 @@ static stax_status_t analyze(lower_t* L, row_node_t* rows) {
       if (x->dims[x->rank - 1] != dims[rank - 1])
         return lower_refuse(L, "%s node '%s' reduces a broadcast axis",
                             stax_op_name(node->node->op), node_name(node));
-      if (lower_compute_dtype(x->dtype) != STAX_DTYPE_FLOAT32 && x->dtype != STAX_DTYPE_FLOAT64)
+      if (x->dtype != STAX_DTYPE_FLOAT32 && x->dtype != STAX_DTYPE_FLOAT64 &&
+          !stax_dtype_is_half(x->dtype))
         return lower_refuse(L, "%s node '%s' on %s", stax_op_name(node->node->op), node_name(node),
                             stax_dtype_name(x->dtype));
     }
@@ -309,7 +311,7 @@ static int32_t softmax_exp_target(lower_t* L, const stax_jit_node_t* node, int64
   if (lower_value(L, v)->role != STAX_JIT_VALUE_OUTPUT || !spans_row(L, v, length)) return -1;
   /* A 16-bit output would round the exps before the scaling (softmax.c parks them only in
    * float32/float64 outputs). */
-  if (lower_compute_dtype(lower_value(L, v)->dtype) != lower_value(L, v)->dtype) return -1;
+  if (stax_dtype_is_half(lower_value(L, v)->dtype)) return -1;
   return v;
 }
 

@@ -75,10 +75,6 @@ void stax_kernel_set_output(stax_kernel_call_t* call, int32_t i, stax_tensor_t* 
  * outputs stay with the caller. */
 void stax_kernel_release_outputs(stax_kernel_call_t* call);
 
-/* float16 or bfloat16: stored in 16 bits, computed through float32 by the kernels. */
-static inline bool stax_dtype_is_half(stax_dtype_t dtype) {
-  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
-}
 /* True when dims [first, rank) of t can be walked with one stride (size-1 dims ignored);
  * *out_stride receives it (1 when every such dim is 1). */
 bool stax_kernel_merge_trailing(const stax_tensor_t* t, int32_t first, int64_t* out_stride);

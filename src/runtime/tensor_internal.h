@@ -107,6 +107,11 @@ void stax_convert_strided(stax_dtype_t src_dtype, const void* src, int64_t src_s
 /* Correctly rounded (nearest even) narrowing from double, without the double rounding that
  * going through float would add. */
 uint16_t stax_f64_to_f16(double value);
+/* float16 or bfloat16: stored in 16 bits, computed through float32 by the kernels and the
+ * JIT. */
+static inline bool stax_dtype_is_half(stax_dtype_t dtype) {
+  return dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16;
+}
 uint16_t stax_f64_to_bf16(double value);
 
 /* ---- shapes (tensor.c) ------------------------------------------------------------------ */

@@ -101,12 +101,6 @@ static stax_value_id_t scalar_f32(stax_graph_t* g, const char* name, float value
   return vm_initializer(g, name, STAX_DTYPE_FLOAT32, 0, NULL, &value);
 }
 
-static stax_value_id_t vector_i64(stax_graph_t* g, const char* name, int32_t count,
-                                  const int64_t* values) {
-  int64_t dims[1] = {count};
-  return vm_initializer(g, name, STAX_DTYPE_INT64, 1, dims, values);
-}
-
 static stax_value_id_t input_b(stax_graph_t* g, const char* name, int32_t rank,
                                const int64_t* rest) {
   const stax_dim_t* dims[STAX_MAX_RANK];
@@ -135,13 +129,13 @@ static stax_graph_t* build_fold_shape(uint64_t seed) {
   stax_value_id_t b = vm_initializer(g, "three", STAX_DTYPE_INT64, 0, NULL, &three);
   stax_value_id_t mod = vm_binary(g, STAX_OP_Mod, "mod", a, b);
   const int64_t one[1] = {1};
-  stax_value_id_t end = vm_binary(g, STAX_OP_Reshape, "end", mod, vector_i64(g, "one", 1, one));
+  stax_value_id_t end = vm_binary(g, STAX_OP_Reshape, "end", mod, i64_vector(g, "one", 1, one));
   const int64_t zero[1] = {0};
   stax_value_id_t slice_in[3] = {vm_unary(g, STAX_OP_Shape, "shape", x),
-                                 vector_i64(g, "start", 1, zero), end};
+                                 i64_vector(g, "start", 1, zero), end};
   stax_value_id_t head = vm_node(g, STAX_OP_Slice, "slice", 3, slice_in, 0, NULL);
   const int64_t tail[2] = {2, 2};
-  stax_value_id_t concat_in[2] = {head, vector_i64(g, "tail", 2, tail)};
+  stax_value_id_t concat_in[2] = {head, i64_vector(g, "tail", 2, tail)};
   stax_attr_t axis = stax_attr_int("axis", 0);
   stax_value_id_t shape = vm_node(g, STAX_OP_Concat, "concat", 2, concat_in, 1, &axis);
   vm_output(g, vm_binary(g, STAX_OP_Reshape, "reshape", x, shape));
@@ -178,19 +172,19 @@ static void test_fold_limits(void) {
   stax_graph_t* g = new_graph();
   /* A 64 MiB result from an 16-byte shape stays a node: folding must not bloat the model. */
   const int64_t big[2] = {4096, 4096};
-  stax_value_id_t shape = vector_i64(g, "big", 2, big);
+  stax_value_id_t shape = i64_vector(g, "big", 2, big);
   stax_value_id_t filled = vm_unary(g, STAX_OP_ConstantOfShape, "fill", shape);
   CHECK(stax_value_constant(g, filled) == NULL);
   /* A small one folds. */
   const int64_t small[2] = {2, 3};
   stax_value_id_t small_fill = vm_unary(g, STAX_OP_ConstantOfShape, "small_fill",
-                                        vector_i64(g, "small", 2, small));
+                                        i64_vector(g, "small", 2, small));
   CHECK(stax_value_constant(g, small_fill) != NULL);
   /* A kernel that fails on its constants is left to fail at run time, with its message. */
   const int64_t data[3] = {10, 20, 30};
   const int64_t bad_index[1] = {5};
-  stax_value_id_t gather_in[2] = {vector_i64(g, "data", 3, data),
-                                  vector_i64(g, "index", 1, bad_index)};
+  stax_value_id_t gather_in[2] = {i64_vector(g, "data", 3, data),
+                                  i64_vector(g, "index", 1, bad_index)};
   stax_value_id_t gathered = STAX_VALUE_NONE;
   stax_node_desc_t desc = {.op = STAX_OP_Gather, .name = "gather", .input_count = 2,
                            .inputs = gather_in, .output_count = 1};
@@ -228,7 +222,7 @@ static stax_graph_t* build_noops(uint64_t seed) {
   stax_value_id_t relu = vm_unary(g, STAX_OP_Relu, "relu", cast);
   const int64_t same[3] = {0, 3, 5};
   stax_value_id_t reshaped = vm_binary(g, STAX_OP_Reshape, "reshape", relu,
-                                       vector_i64(g, "same", 3, same));
+                                       i64_vector(g, "same", 3, same));
   const int64_t perm[3] = {0, 1, 2};
   stax_attr_t identity_perm = stax_attr_ints("perm", 3, perm);
   stax_value_id_t transposed = vm_node(g, STAX_OP_Transpose, "transpose", 1, &reshaped, 1,
@@ -287,12 +281,12 @@ static stax_graph_t* build_identities(uint64_t seed) {
                                                    ones));
   /* Unsqueeze then Squeeze the same axis: x again; Reshape of a Reshape: one Reshape. */
   const int64_t axis1[1] = {1};
-  stax_value_id_t axes = vector_i64(g, "axes", 1, axis1);
+  stax_value_id_t axes = i64_vector(g, "axes", 1, axis1);
   stax_value_id_t un = vm_binary(g, STAX_OP_Unsqueeze, "unsq", v, axes);
   stax_value_id_t sq = vm_binary(g, STAX_OP_Squeeze, "sq", un, axes);
   const int64_t flat[2] = {-1, 24}, cube[4] = {-1, 2, 2, 6};
-  stax_value_id_t r1 = vm_binary(g, STAX_OP_Reshape, "r1", sq, vector_i64(g, "flat", 2, flat));
-  stax_value_id_t r2 = vm_binary(g, STAX_OP_Reshape, "r2", r1, vector_i64(g, "cube", 4, cube));
+  stax_value_id_t r1 = vm_binary(g, STAX_OP_Reshape, "r1", sq, i64_vector(g, "flat", 2, flat));
+  stax_value_id_t r2 = vm_binary(g, STAX_OP_Reshape, "r2", r1, i64_vector(g, "cube", 4, cube));
   vm_output(g, t4);
   vm_output(g, plus_zero);
   vm_output(g, grown);
@@ -437,7 +431,7 @@ static stax_graph_t* build_layer_norms(uint64_t seed) {
   stax_value_id_t n = vm_binary(g, STAX_OP_Div, "n", d, s);
   stax_value_id_t y = vm_binary(g, STAX_OP_Add, "ln1", vm_binary(g, STAX_OP_Mul, "ln1_g", n, gv), bv);
   /* Second one, on y, reading its axes from an input and squaring by d*d; no beta. */
-  stax_value_id_t axes_in = vector_i64(g, "axes2", 1, last);
+  stax_value_id_t axes_in = i64_vector(g, "axes2", 1, last);
   stax_value_id_t m_in[2] = {y, axes_in};
   stax_value_id_t mean2 = vm_node(g, STAX_OP_ReduceMean, "mean2", 2, m_in, 0, NULL);
   stax_value_id_t d2 = vm_binary(g, STAX_OP_Sub, "d2", y, mean2);
@@ -528,12 +522,12 @@ static stax_graph_t* build_shape_chain(uint64_t seed) {
   stax_value_id_t s = vm_binary(g, STAX_OP_Gather, "gs", shape,
                                 vm_initializer(g, "i1", STAX_DTYPE_INT64, 0, NULL, &one));
   const int64_t ax[1] = {0};
-  stax_value_id_t axes = vector_i64(g, "ax", 1, ax);
+  stax_value_id_t axes = i64_vector(g, "ax", 1, ax);
   stax_value_id_t parts[4] = {vm_binary(g, STAX_OP_Unsqueeze, "ub", b, axes),
                               vm_binary(g, STAX_OP_Unsqueeze, "us", s, axes), STAX_VALUE_NONE,
                               STAX_VALUE_NONE};
   const int64_t tail[2] = {2, 4};
-  parts[2] = vector_i64(g, "tail", 2, tail);
+  parts[2] = i64_vector(g, "tail", 2, tail);
   stax_attr_t axis = stax_attr_int("axis", 0);
   stax_value_id_t target = vm_node(g, STAX_OP_Concat, "concat", 3, parts, 1, &axis);
   stax_value_id_t r = vm_binary(g, STAX_OP_Reshape, "split", x, target);
@@ -708,11 +702,11 @@ static stax_graph_t* build_random(uint64_t seed) {
       }
       case 7: {
         const int64_t flat[2] = {0, 24};
-        stax_value_id_t f = vm_binary(g, STAX_OP_Reshape, name, a, vector_i64(g, cname, 2, flat));
+        stax_value_id_t f = vm_binary(g, STAX_OP_Reshape, name, a, i64_vector(g, cname, 2, flat));
         const int64_t back[3] = {-1, 4, 6};
         snprintf(name, sizeof(name), "n%d_back", s);
         snprintf(cname, sizeof(cname), "c%d_back", s);
-        out = vm_binary(g, STAX_OP_Reshape, name, f, vector_i64(g, cname, 3, back));
+        out = vm_binary(g, STAX_OP_Reshape, name, f, i64_vector(g, cname, 3, back));
         break;
       }
       case 8: out = vm_binary(g, STAX_OP_Sub, name, a, scalar_f32(g, cname, 0.0f)); break;

@@ -37,12 +37,6 @@ static stax_value_id_t i64_scalar(stax_graph_t* g, const char* name, int64_t val
   return vm_initializer(g, name, STAX_DTYPE_INT64, 0, NULL, &value);
 }
 
-static stax_value_id_t i64_vector(stax_graph_t* g, const char* name, int32_t count,
-                                  const int64_t* values) {
-  int64_t dims[1] = {count};
-  return vm_initializer(g, name, STAX_DTYPE_INT64, 1, dims, values);
-}
-
 /* x.size(axis), as an int64 scalar: Gather(Shape(x), axis). */
 static stax_value_id_t size_of(stax_graph_t* g, const char* name, stax_value_id_t x,
                                int64_t axis) {

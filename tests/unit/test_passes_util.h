@@ -24,6 +24,13 @@ static inline int32_t count_op(const stax_graph_t* g, stax_op_t op) {
   return count;
 }
 
+/* A constant int64 vector of `count` values. */
+static inline stax_value_id_t i64_vector(stax_graph_t* g, const char* name, int32_t count,
+                                         const int64_t* values) {
+  int64_t dims[1] = {count};
+  return vm_initializer(g, name, STAX_DTYPE_INT64, 1, dims, values);
+}
+
 /* True when some pass run's detail mentions `needle`. */
 static inline bool report_mentions(const stax_program_t* program, const char* needle) {
   for (int32_t k = 0; k < stax_program_pass_report_count(program); k++) {
