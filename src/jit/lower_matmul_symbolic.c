@@ -13,9 +13,9 @@
  *
  * B is packed into k-major panels first (its own stage): K's transposed view strides over
  * columns, which would make every vector load a gather, and V's rows lie a view's stride
- * apart. The register tile is MR rows by one native vector of columns while N is open (at
- * short sequences a two-vector panel wastes more on the edge than it gains), two when N is
- * fixed and that wide.
+ * apart. The register tile is MR rows by one or two native vectors of columns (two for a
+ * fixed N that wide, and for an open N from four vectors on where MR = 6: see the choice in
+ * lower_matmul_symbolic).
  * The batch loops run outside, split over the threads by the largest fixed batch dim (the
  * heads: B may be 1) or else the first. Bounds are checked by the host for every new tuple of
  * parameters (kernel_ir.h, symbolic kernels). Not done: K blocking (attention's K is a head
@@ -34,6 +34,8 @@ typedef struct smm_t {
   lower_sym_t batch[STAX_MAX_RANK], a_batch[STAX_MAX_RANK], b_batch[STAX_MAX_RANK];
   lower_sym_t packed_batch[STAX_MAX_RANK];
   int32_t mr, nr;
+  int64_t n_lo, n_hi;  /* the N range the current panels' stages run for */
+  const char* suffix;  /* of the current panels' parameter and stage names */
   bool packed;
   int32_t panel_buffer;
   lower_sym_t panel_stride;                       /* one panel: K x NR */
@@ -290,19 +292,21 @@ static void emit_row_of_tiles(smm_t* m, stax_kir_block_t* block, const stax_kir_
   }
 }
 
-/* A stage that runs for M >= MR and N >= NR (none when that cannot hold): the block inside
- * its batch loops, or NULL. */
+/* A stage that runs for M >= MR and N in the current panels' range (n_lo..n_hi, n_lo >= NR;
+ * none when that cannot hold): the block inside its batch loops, or NULL. */
 static stax_kir_block_t* tiled_stage(smm_t* m, const char* name) {
-  if (!lower_sym_possible(m->m, m->mr, INT64_MAX) || !lower_sym_possible(m->n, m->nr, INT64_MAX))
+  if (!lower_sym_possible(m->m, m->mr, INT64_MAX) || !lower_sym_possible(m->n, m->n_lo, m->n_hi))
     return NULL;
-  stax_kir_block_t* block = stax_kir_add_stage(m->k, name);
+  char stage_name[32];
+  snprintf(stage_name, sizeof(stage_name), "%s%s", name, m->suffix);
+  stax_kir_block_t* block = stax_kir_add_stage(m->k, stage_name);
   if (!block) return NULL;
   lower_sym_stage_when(m->k, m->m, m->mr, INT64_MAX);
-  lower_sym_stage_when(m->k, m->n, m->nr, INT64_MAX);
+  lower_sym_stage_when(m->k, m->n, m->n_lo, m->n_hi);
   return batch_nest(m, block);
 }
 
-/* The stage for M >= MR and N >= NR: whole tiles, then the overlapping last row of tiles. */
+/* The stage for M >= MR and N in range: whole tiles, then the overlapping last row of tiles. */
 static void emit_tiled(smm_t* m) {
   stax_kir_kernel_t* k = m->k;
   stax_kir_block_t* block = tiled_stage(m, "matmul");
@@ -339,22 +343,47 @@ static void emit_small(smm_t* m, const char* name, int64_t lo, int64_t hi, int64
   emit_tile(m, &c->body, &row, &col, &panel, 1, 1, false);
 }
 
-static void emit_pack(smm_t* m) {
+/* Panels of `nr` columns for the stages of N in n_lo..n_hi: their parameters (tile counts
+ * over N, the overlapping last panel, the panels' layout), named with `suffix`. Returns the
+ * panels' total size over the batch points. */
+static lower_sym_t use_panels(smm_t* m, int32_t nr, int64_t n_lo, int64_t n_hi,
+                              const char* suffix) {
   stax_kir_kernel_t* k = m->k;
+  char name[4][32];
+  const char* base[4] = {"tiles_n", "over_n", "last_n", "panels_n"};
+  for (int32_t i = 0; i < 4; i++) snprintf(name[i], sizeof(name[i]), "%s%s", base[i], suffix);
+  m->nr = nr;
+  m->n_lo = n_lo;
+  m->n_hi = n_hi;
+  m->suffix = suffix;
+  m->tiles_n = lower_sym_derive(k, name[0], m->n, 1, 0, nr, 0, 0, 0, 0);
+  m->over_n = lower_sym_derive(k, name[1], m->n, 1, nr - 1, nr, -1, 0, nr, 0);
+  m->last_n = lower_sym_derive(k, name[2], m->n, 1, 0, 1, 0, 0, 0, -nr);
+  m->panels_n = lower_sym_derive(k, name[3], m->n, 1, nr - 1, nr, 0, 0, 0, 0);
   /* The batch points' panels, packed_batch apart (innermost batch dim last). */
-  m->panel_stride = lower_sym_mul(m->k, m->kd, lower_sym_const(m->nr));
-  m->panel_size = lower_sym_mul(m->k, m->panels_n, m->panel_stride);
+  m->panel_stride = lower_sym_mul(k, m->kd, lower_sym_const(nr));
+  m->panel_size = lower_sym_mul(k, m->panels_n, m->panel_stride);
   lower_sym_t total = m->panel_size;
   for (int32_t e = m->batch_rank - 1; e >= 0; e--) {
     m->packed_batch[e] = total;
-    total = lower_sym_mul(m->k, total, m->batch[e]);
+    total = lower_sym_mul(k, total, m->batch[e]);
   }
-  int64_t example = lower_sym_example(m->k, total);
+  return total;
+}
+
+/* The scratch buffer every configuration's panels share, `total` floats (the widest's). */
+static void add_panel_buffer(smm_t* m, lower_sym_t total) {
+  stax_kir_kernel_t* k = m->k;
+  int64_t example = lower_sym_example(k, total);
   int64_t dims[1] = {example > 0 ? example : 1};
   m->panel_buffer =
       stax_kir_add_buffer(k, "panels", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1, dims, NULL);
   if (total.p >= 0 && m->panel_buffer >= 0)
-    stax_kir_buffer_dim_param(k, m->panel_buffer, 0, lower_sym_plain(m->k, "panel_total", total));
+    stax_kir_buffer_dim_param(k, m->panel_buffer, 0, lower_sym_plain(k, "panel_total", total));
+}
+
+static void emit_pack(smm_t* m) {
+  stax_kir_kernel_t* k = m->k;
   stax_kir_block_t* block = tiled_stage(m, "pack");
   stax_kir_loop_t* p = block ? lower_sym_loop(m->k, block, "pp", m->tiles_n) : NULL;
   if (!p) return;
@@ -379,26 +408,41 @@ stax_status_t lower_matmul_symbolic(lower_t* L, int32_t node) {
   m.k = L->kernel;
   STAX_RETURN_IF_ERROR(analyze(&m, node));
   m.k->compact_math = true;
-  /* One native vector of columns while N is open (at short sequences a wider panel wastes
-   * more on the edge than it gains); two when N is fixed and that wide (P.V's head dim):
-   * twice the sums per loaded operand. */
   int32_t native = L->vector_lanes_f32;
-  m.nr = m.n.p < 0 && m.n.c >= 2 * native ? 2 * native : native;
   m.mr = stax_jit_matmul_tile_rows(native);
   m.tiles_m = lower_sym_derive(m.k, "tiles_m", m.m, 1, 0, m.mr, 0, 0, 0, 0);
   m.over_m = lower_sym_derive(m.k, "over_m", m.m, 1, m.mr - 1, m.mr, -1, 0, m.mr, 0);
   m.last_m = lower_sym_derive(m.k, "last_m", m.m, 1, 0, 1, 0, 0, 0, -m.mr);
-  m.tiles_n = lower_sym_derive(m.k, "tiles_n", m.n, 1, 0, m.nr, 0, 0, 0, 0);
-  m.over_n = lower_sym_derive(m.k, "over_n", m.n, 1, m.nr - 1, m.nr, -1, 0, m.nr, 0);
-  m.last_n = lower_sym_derive(m.k, "last_n", m.n, 1, 0, 1, 0, 0, 0, -m.nr);
-  m.panels_n = lower_sym_derive(m.k, "panels_n", m.n, 1, m.nr - 1, m.nr, 0, 0, 0, 0);
-  /* B is packed for the tiled stage (M >= MR: every row tile reads the panels again, and a
+  /* B is packed for the tiled stages (M >= MR: every row tile reads the panels again, and a
    * panel is one contiguous stream, where B's own rows may lie a view's stride apart);
    * measured on P.V at S = 384, reading a contiguous-column B in place was 1.34x slower. */
   m.packed = true;
-  if (m.packed) emit_pack(&m);
-  emit_tiled(&m);
+  /* Panel widths. A fixed N (P.V's head dim) takes two native vectors when that wide: twice
+   * the sums per loaded operand. An open N (QK^T's S) takes two vectors from N >= 4 native
+   * vectors on and one below, where the overlapping last panel would recompute too much
+   * (at most NR - 1 columns: at N = 32 on AVX2 the wide panels compute 32, at N = 17 the
+   * narrow ones 24 instead of 32). Two vectors matter where MR rows of one vector leave the
+   * FMA pipes idle: MR = 6 on AVX2 and SSE gives 6 independent sums, and two pipes of
+   * 4-cycle FMAs need 8; the 6 x 16 tile has 12 (QK^T at S = 512 on Zen 3: 8.2 ms
+   * generic against 5.2 ms for the exact kernel's 6 x 16 tiles before). AVX-512's 12 rows
+   * of one vector already have 12 sums and keep one panel width. */
+  bool open_n = m.n.p >= 0;
+  if (!open_n || native > 8) {
+    int32_t nr = !open_n && m.n.c >= 2 * native ? 2 * native : native;
+    add_panel_buffer(&m, use_panels(&m, nr, nr, INT64_MAX, ""));
+    emit_pack(&m);
+    emit_tiled(&m);
+  } else {
+    int64_t wide_from = 4 * native;
+    add_panel_buffer(&m, use_panels(&m, 2 * native, wide_from, INT64_MAX, "_wide"));
+    emit_pack(&m);
+    emit_tiled(&m);
+    use_panels(&m, native, native, wide_from - 1, "");
+    emit_pack(&m);
+    emit_tiled(&m);
+  }
+  /* Products under one tile: M < MR, or N under one native vector. */
   emit_small(&m, "matmul_small", 0, m.mr - 1, 0, INT64_MAX);
-  emit_small(&m, "matmul_narrow", m.mr, INT64_MAX, 0, m.nr - 1);
+  emit_small(&m, "matmul_narrow", m.mr, INT64_MAX, 0, native - 1);
   return stax_kir_kernel_status(m.k);
 }

@@ -163,8 +163,10 @@ static int64_t next_prime(int64_t n) {
 
 /* The i-th row count of a sweep: the edges first, then random ones of every size. */
 static int64_t sweep_rows(int32_t i, int64_t tile) {
-  const int64_t edges[] = {0,        1,        2,        3,        tile - 1, tile,
-                           tile + 1, 2 * tile, 2 * tile - 1, 2 * tile + 1, 97, 1031, 2053};
+  /* 4, 5 and tile + 1..5: every case of the 4-row rest tiles (kept apart, overlapping). */
+  const int64_t edges[] = {0,        1,        2,        3,        4,        5,
+                           tile - 1, tile,     tile + 1, tile + 2, tile + 3, tile + 4,
+                           tile + 5, 2 * tile, 2 * tile - 1, 2 * tile + 1, 97, 1031, 2053};
   int32_t n = (int32_t)(sizeof(edges) / sizeof(edges[0]));
   if (i < n) return edges[i] < 0 ? 0 : edges[i];
   switch (i % 4) {
