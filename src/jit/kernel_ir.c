@@ -371,15 +371,28 @@ int32_t stax_kir_add_param(stax_kir_kernel_t* kernel, const char* name, int64_t 
   p->name = kernel_strdup(kernel, name);
   p->mul[0] = mul0, p->add[0] = add0, p->div[0] = div0;
   p->mul[1] = mul1, p->add[1] = add1, p->div[1] = div1;
+  for (int32_t t = 2; t < STAX_KIR_PARAM_TERMS; t++) p->mul[t] = p->add[t] = p->div[t] = 0;
   p->offset = offset;
   p->kind = STAX_KIR_PARAM_ROWS;
   p->buffer = p->dim = p->of = p->times = -1;
   return kernel->param_count++;
 }
 
+bool stax_kir_param_add_term(stax_kir_kernel_t* kernel, int32_t param, int64_t mul, int64_t add,
+                             int64_t div) {
+  if (kernel_failed(kernel)) return false;
+  stax_kir_param_t* p = param >= 0 && param < kernel->param_count ? &kernel->params[param] : NULL;
+  if (!p || p->kind != STAX_KIR_PARAM_ROWS || p->div[2] != 0 || div < 1 || add < 0) {
+    internal_error(kernel, "bad third parameter term", p ? p->name : NULL);
+    return false;
+  }
+  p->mul[2] = mul, p->add[2] = add, p->div[2] = div;
+  return true;
+}
+
 int64_t stax_kir_param_value(const stax_kir_param_t* param, int64_t rows) {
   int64_t value = param->offset;
-  for (int32_t t = 0; t < 2; t++)
+  for (int32_t t = 0; t < STAX_KIR_PARAM_TERMS; t++)
     if (param->div[t] > 0) value += param->mul[t] * ((rows + param->add[t]) / param->div[t]);
   return value;
 }
@@ -575,7 +588,7 @@ static bool params_from(const stax_kir_kernel_t* kernel, const int64_t* const* d
       case STAX_KIR_PARAM_DERIVED: {
         int64_t x = values[p->of];
         value = p->offset;
-        for (int32_t t = 0; t < 2; t++) {
+        for (int32_t t = 0; t < STAX_KIR_PARAM_TERMS; t++) {
           if (p->div[t] == 0) continue;
           int64_t sum = 0, quotient = 0, term = 0;
           if (__builtin_add_overflow(x, p->add[t], &sum) || !floor_div(sum, p->div[t], &quotient) ||

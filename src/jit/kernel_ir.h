@@ -225,7 +225,8 @@ typedef struct stax_kir_stage_t {
 } stax_kir_stage_t;
 
 /* A run-time parameter of a rows-generic kernel, a function of the row count R >= 0:
- *   value(R) = sum over t < 2 with div[t] > 0 of mul[t] * floor((R + add[t]) / div[t]) + offset
+ *   value(R) = sum over t < STAX_KIR_PARAM_TERMS with div[t] > 0 of
+ *              mul[t] * floor((R + add[t]) / div[t]) + offset
  * (add[t] >= 0, div[t] >= 1). Quasi-linear on purpose: value(R + P) - value(R) is the same for
  * every R when P is a multiple of every div, which is what lets the verifier prove a kernel's
  * accesses in bounds for every row count by checking a few (kernel_ir_verify.c). */
@@ -236,9 +237,13 @@ typedef enum stax_kir_param_kind_e {
   STAX_KIR_PARAM_DERIVED,    /* symbolic: the formula below in parameter `of`, times `times` */
 } stax_kir_param_kind_t;
 
+/* Three terms: the rows-generic matmul's overlapping rest tile where MR = 6 needs
+ * floor((R + 1) / 2) - floor(R / 3) - floor((R + 2) / 6) (lower_matmul.c). */
+#define STAX_KIR_PARAM_TERMS 3
+
 typedef struct stax_kir_param_t {
   const char* name;
-  int64_t mul[2], add[2], div[2];
+  int64_t mul[STAX_KIR_PARAM_TERMS], add[STAX_KIR_PARAM_TERMS], div[STAX_KIR_PARAM_TERMS];
   int64_t offset;
   stax_kir_param_kind_t kind;
   int32_t buffer, dim; /* DIM, STRIDE */
@@ -323,10 +328,14 @@ void stax_kir_add_reduce(stax_kir_kernel_t* kernel, stax_kir_block_t* block, int
 
 /* Makes the kernel rows-generic (parameter 0 = R, named "rows"); call before adding params. */
 void stax_kir_set_rows_generic(stax_kir_kernel_t* kernel, int64_t rows_example, int64_t rows_min);
-/* Adds a parameter (see stax_kir_param_t; div 0 leaves a term out). Returns its id, or -1
- * after an error. */
+/* Adds a parameter (see stax_kir_param_t; div 0 leaves a term out; the third term is
+ * added by stax_kir_param_add_term). Returns its id, or -1 after an error. */
 int32_t stax_kir_add_param(stax_kir_kernel_t* kernel, const char* name, int64_t mul0, int64_t add0,
                            int64_t div0, int64_t mul1, int64_t add1, int64_t div1, int64_t offset);
+/* Gives rows parameter `param` its third term, mul * floor((R + add) / div) (add >= 0,
+ * div >= 1); false (and the kernel failed) otherwise. */
+bool stax_kir_param_add_term(stax_kir_kernel_t* kernel, int32_t param, int64_t mul, int64_t add,
+                             int64_t div);
 int64_t stax_kir_param_value(const stax_kir_param_t* param, int64_t rows);
 /* index += coefficient * parameter */
 void stax_kir_index_add_param(stax_kir_kernel_t* kernel, stax_kir_index_t* index, int32_t param,

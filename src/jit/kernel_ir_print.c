@@ -191,7 +191,7 @@ static void print_params(stax_jit_text_t* text, const stax_kir_kernel_t* kernel)
   for (int32_t p = 1; p < kernel->param_count; p++) {
     const stax_kir_param_t* param = &kernel->params[p];
     stax_jit_text_appendf(text, "  param %s =", param->name);
-    for (int32_t t = 0; t < 2; t++)
+    for (int32_t t = 0; t < STAX_KIR_PARAM_TERMS; t++)
       if (param->div[t] > 0)
         stax_jit_text_appendf(text, " %s%" PRId64 "*floor((rows + %" PRId64 ") / %" PRId64 ")",
                               t ? "+ " : "", param->mul[t], param->add[t], param->div[t]);
@@ -212,7 +212,7 @@ static void print_symbolic_params(stax_jit_text_t* text, const stax_kir_kernel_t
       continue;
     }
     const char* of = kernel->params[p->of].name;
-    for (int32_t t = 0; t < 2; t++)
+    for (int32_t t = 0; t < STAX_KIR_PARAM_TERMS; t++)
       if (p->div[t] > 0)
         stax_jit_text_appendf(text, "%s%" PRId64 "*floor((%s + %" PRId64 ") / %" PRId64 ")",
                               t ? " + " : "", p->mul[t], of, p->add[t], p->div[t]);

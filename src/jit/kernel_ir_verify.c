@@ -374,7 +374,7 @@ static stax_status_t verify_rows_generic(verifier_t* v) {
   const stax_kir_kernel_t* kernel = v->kernel;
   int64_t period = 1;
   for (int32_t p = 0; p < kernel->param_count; p++)
-    for (int32_t t = 0; t < 2; t++) {
+    for (int32_t t = 0; t < STAX_KIR_PARAM_TERMS; t++) {
       int64_t d = kernel->params[p].div[t];
       if (d <= 0) continue;
       period = period / gcd64(period, d) * d;

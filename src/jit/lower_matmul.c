@@ -869,18 +869,15 @@ static void emit_rows_serial(matmul_t* m, int32_t h, int64_t rows_from, int64_t 
  * an earlier 3-row rest tile ran at about 3/4 of the FMA rate, which made the shape-generic
  * FFN of a BERT layer 16-20% slower than its exact kernel at 8..32 tokens.
  *   - 4 divides MR (AVX-512: 12): floor(r / 4) tiles, and the overlap iff r % 4 != 0.
- *   - MR = 6 (4 < MR < 8): at most one 4-row tile (r >= 4) and the overlap iff r is 1..3 or
- *     5; as parameters of the quasi-linear form (kernel_ir.h) those are
- *     [r >= 4] = floor((R + MR - 4) / MR) - floor(R / MR),
- *     [1 <= r <= 3] = floor((R + MR - 1) / MR) - floor((R + MR - 4) / MR) and
- *     [r >= 5] = floor((R + MR - 5) / MR) - floor(R / MR), the last two each a loop of at
- *     most one overlapping tile. */
+ *   - MR = 6: at most one 4-row tile, [r >= 4] = floor((R + 2) / 6) - floor(R / 6), and the
+ *     overlap iff r is 1, 2, 3 or 5: floor((R + 1) / 2) - floor(R / 3) - floor((R + 2) / 6)
+ *     (three terms of the quasi-linear form, kernel_ir.h; no two-term form exists, and two
+ *     overlap loops would compile the 4-row tile a third time). */
 typedef struct rest_rows_t {
   int32_t h;
   int32_t count;    /* parameter: the 4-row tiles from base on */
   int32_t base;     /* parameter: MR * floor(R / MR) */
-  int32_t overlap;  /* parameter: 1 when an overlapping tile at R - h is needed (MR = 6: r 1..3) */
-  int32_t overlap2; /* parameter, MR = 6 only (else -1): 1 when r = 5 */
+  int32_t overlap;  /* parameter: 1 when an overlapping tile at R - h is needed */
   int32_t last_row; /* parameter: R - h */
 } rest_rows_t;
 
@@ -888,16 +885,14 @@ static bool rest_rows_params(matmul_t* m, rest_rows_t* r) {
   stax_kir_kernel_t* k = m->k;
   int32_t mr = m->mr;
   r->h = 4;
-  r->overlap2 = -1;
   if (mr % 4 == 0) {
     r->count = stax_kir_add_param(k, "rest_tiles", 1, 0, 4, -(mr / 4), 0, mr, 0);
     r->overlap = stax_kir_add_param(k, "last_tile", 1, 3, 4, -1, 0, 4, 0);
   } else {
-    /* 4 < MR < 8 (stax_jit_matmul_tile_rows gives 6 there): see above. */
-    r->count = stax_kir_add_param(k, "rest_tiles", 1, mr - 4, mr, -1, 0, mr, 0);
-    r->overlap = stax_kir_add_param(k, "last_tile", 1, mr - 1, mr, -1, mr - 4, mr, 0);
-    r->overlap2 = stax_kir_add_param(k, "last_tile_r5", 1, mr - 5, mr, -1, 0, mr, 0);
-    if (r->overlap2 < 0) return false;
+    /* MR = 6 (stax_jit_matmul_tile_rows gives 6 or 12): see above. */
+    r->count = stax_kir_add_param(k, "rest_tiles", 1, 2, 6, -1, 0, 6, 0);
+    r->overlap = stax_kir_add_param(k, "last_tile", 1, 1, 2, -1, 0, 3, 0);
+    if (!stax_kir_param_add_term(k, r->overlap, -1, 2, 6)) return false; /* failed: in the kernel */
   }
   r->base = stax_kir_add_param(k, "rest_row", mr, 0, mr, 0, 0, 0, 0);
   r->last_row = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -4);
@@ -913,12 +908,9 @@ static void emit_rest_rows(matmul_t* m, stax_kir_block_t* block, const rest_rows
   stax_kir_kernel_t* k = m->k;
   stax_kir_loop_t* q = add_loop(m, block, "q", 0);
   stax_kir_loop_t* o = q ? add_loop(m, block, "o", 0) : NULL;
-  /* MR = 6's second overlap case (r = 5): the same tile at R - h, in a loop of its own. */
-  stax_kir_loop_t* o2 = o && r->overlap2 >= 0 ? add_loop(m, block, "o", 0) : NULL;
-  if (!o || (r->overlap2 >= 0 && !o2)) return;
+  if (!o) return;
   q->extent_param = r->count;
   o->extent_param = r->overlap;
-  if (o2) o2->extent_param = r->overlap2;
   stax_kir_index_t row = form_of(m, stax_kir_loop_id(k, q), r->h, 0);
   stax_kir_index_add_param(k, &row, r->base, 1);
   stax_kir_index_t last = stax_kir_index_constant(0);
@@ -926,14 +918,12 @@ static void emit_rest_rows(matmul_t* m, stax_kir_block_t* block, const rest_rows
   if (!every_panel) {
     emit_tile(m, &q->body, &row, col_base, panel, r->h, m->nr, part);
     emit_tile(m, &o->body, &last, col_base, panel, r->h, m->nr, part);
-    if (o2) emit_tile(m, &o2->body, &last, col_base, panel, r->h, m->nr, part);
     return;
   }
   int32_t saved_mr = m->mr;
   m->mr = r->h; /* emit_rows_tiles makes tiles of MR rows */
   emit_rows_tiles(m, &q->body, &row, panels > 0, panels, edge_lanes, part);
   emit_rows_tiles(m, &o->body, &last, panels > 0, panels, edge_lanes, part);
-  if (o2) emit_rows_tiles(m, &o2->body, &last, panels > 0, panels, edge_lanes, part);
   m->mr = saved_mr;
 }
 

@@ -316,6 +316,30 @@ static void test_verify_rows_generic(void) {
     stax_kir_kernel_destroy(s.k);
   }
 
+  /* A third term: the MR = 6 matmul's overlap count, 1 exactly when R % 6 is 1, 2, 3 or 5,
+   * evaluated, printed and refused when malformed or added twice. */
+  s = rows_kernel(0);
+  int32_t overlap = stax_kir_add_param(s.k, "overlap", 1, 1, 2, -1, 0, 3, 0);
+  CHECK(stax_kir_param_add_term(s.k, overlap, -1, 2, 6));
+  for (int64_t rows = 0; rows < 60; rows++) {
+    int64_t r = rows % 6;
+    CHECK_EQ_INT(stax_kir_param_value(&s.k->params[overlap], rows),
+                 r == 1 || r == 2 || r == 3 || r == 5);
+  }
+  text = NULL;
+  CHECK_OK(stax_kir_print(s.k, sys(), &text));
+  CHECK(text && strstr(text, "1*floor((rows + 1) / 2) + -1*floor((rows + 0) / 3) + "
+                             "-1*floor((rows + 2) / 6) + 0") != NULL);
+  stax_jit_text_free_string(sys(), text);
+  CHECK(!stax_kir_param_add_term(s.k, overlap, 1, 0, 2)); /* a fourth term: refused */
+  CHECK_ERROR(stax_kir_kernel_status(s.k), STAX_INTERNAL, "third parameter term");
+  stax_kir_kernel_destroy(s.k);
+  s = rows_kernel(0);
+  overlap = stax_kir_add_param(s.k, "overlap", 1, 1, 2, 0, 0, 0, 0);
+  CHECK(!stax_kir_param_add_term(s.k, overlap, 1, 0, 0)); /* division by zero */
+  CHECK_ERROR(stax_kir_kernel_status(s.k), STAX_INTERNAL, "third parameter term");
+  stax_kir_kernel_destroy(s.k);
+
   /* Divisors whose lcm passes the proof's limit. */
   s = rows_kernel(0);
   stax_kir_add_param(s.k, "a", 1, 0, 997, 1, 0, 991, 0);
