@@ -3,6 +3,13 @@
  * runs where the CPU (and the ISA cap) allow it. */
 #include "kernels/fast_loops.h"
 
+/* The bodies pass vectors of the level's width between always-inlined helpers: no call
+ * boundary, so GCC's note that a wider level changes their calling convention does not
+ * apply. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 #include <math.h>
 
 #include "kernels/fast_math.h"
@@ -12,9 +19,11 @@
 
 #define FAST_LOOP(name) fast_##name##_baseline
 #define FAST_LOOP_TARGET
+#define FAST_LOOP_LANES 4
 #include "kernels/fast_loops_body.h"
 #undef FAST_LOOP
 #undef FAST_LOOP_TARGET
+#undef FAST_LOOP_LANES
 
 static const stax_fast_loops_t kBaseline = {STAX_ISA_BASELINE, fast_erf_baseline,
                                             fast_gelu_baseline, fast_softmax_row_baseline,
@@ -25,18 +34,22 @@ static const stax_fast_loops_t kBaseline = {STAX_ISA_BASELINE, fast_erf_baseline
 
 #define FAST_LOOP(name) fast_##name##_avx2
 #define FAST_LOOP_TARGET __attribute__((target("avx2,fma")))
+#define FAST_LOOP_LANES 8
 #include "kernels/fast_loops_body.h"
 #undef FAST_LOOP
 #undef FAST_LOOP_TARGET
+#undef FAST_LOOP_LANES
 
 static const stax_fast_loops_t kAvx2 = {STAX_ISA_AVX2, fast_erf_avx2, fast_gelu_avx2,
                                         fast_softmax_row_avx2, fast_layer_norm_row_avx2};
 
 #define FAST_LOOP(name) fast_##name##_avx512
 #define FAST_LOOP_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define FAST_LOOP_LANES 16
 #include "kernels/fast_loops_body.h"
 #undef FAST_LOOP
 #undef FAST_LOOP_TARGET
+#undef FAST_LOOP_LANES
 
 static const stax_fast_loops_t kAvx512 = {STAX_ISA_AVX512, fast_erf_avx512, fast_gelu_avx512,
                                           fast_softmax_row_avx512, fast_layer_norm_row_avx512};
