@@ -38,8 +38,16 @@
  * the end pad (the lowest float for a max; for an average 0, and 0 in its mask: ONNX counts
  * no tap there, and a mask that counts the pads is 1 over the pads, 0 only there).
  *
- * Not done: auto_pad SAME with stride > 1 on an open dim (its pads depend on the size), a
- * weight or bias read again in the epilogue, float64 and halves. */
+ * auto_pad SAME with a stride S > 1 over an open size D pads by T(D) = S ceil(D / S) - D +
+ * (K - S) for a window extent K >= S (K = 1 pads nothing at any size), begin floor(T / 2)
+ * (SAME_UPPER) or ceil(T / 2) (SAME_LOWER): parameters of D, and the padded size
+ * S ceil(D / S) + K - S too. Such a Conv zeroes each padded plane first and copies the input
+ * in at the begin pad; along a phase-split innermost dim, input position S a + j goes to
+ * phase (begin + j) % S at offset a + (begin + j) / S, a parameter per j. The compute reads
+ * the padded plane at o S + tap as at any size, so tiles, taps and phases stay static.
+ *
+ * Not done: auto_pad SAME with 1 < K < S over an open dim (T(D) is not quasi-linear there),
+ * SAME strided pools, a weight or bias read again in the epilogue, float64 and halves. */
 #include <float.h>
 #include <string.h>
 
@@ -80,6 +88,12 @@ typedef struct sconv_t {
    * (q % S) * phase_length + q / S. phases is S, or 1 without the split. */
   int64_t phases;
   lower_sym_t phase_length;
+  /* Spatial dims with auto_pad SAME and a stride over an open size: their begin pad is the
+   * parameter begin[d] (else begin[d] is the constant pad), and every padded plane is zeroed
+   * before the input is copied in (zero_first). */
+  bool same_open[STAX_MAX_RANK];
+  bool zero_first;
+  lower_sym_t begin[STAX_MAX_RANK];
   /* A counted average's mask of the padded plane (-1: none), and whether the pad functions
    * are writing it (1 inside the input, 0 in the pads) rather than the padded copy. */
   int32_t mask;
@@ -116,12 +130,19 @@ static stax_status_t analyze(sconv_t* c) {
   c->last = g->spatial - 1;
   for (int32_t i = 0; i < g->spatial; i++) {
     bool open = lower_dim_open(L, g->x, 2 + i) || lower_dim_open(L, g->out, 2 + i);
-    if (open && g->window.auto_pad != STAX_AUTO_PAD_NOTSET &&
-        g->window.auto_pad != STAX_AUTO_PAD_VALID && g->window.strides[i] != 1)
+    const stax_window_t* win = &g->window;
+    int64_t stride = win->strides[i], extent = win->dilations[i] * (win->kernel[i] - 1) + 1;
+    if (!open || win->auto_pad == STAX_AUTO_PAD_NOTSET || win->auto_pad == STAX_AUTO_PAD_VALID ||
+        stride == 1 || extent == 1)
+      continue; /* fixed pads at every size (a 1-wide window under SAME pads nothing) */
+    if (g->op != LOWER_WINDOW_CONV || extent < stride)
       return lower_refuse(L,
-                          "Conv node '%s': auto_pad SAME with stride %lld pads open spatial "
-                          "dim %d differently at each size",
-                          g->name, (long long)g->window.strides[i], (int)(2 + i));
+                          "%s node '%s': auto_pad SAME with stride %lld and window %lld pads "
+                          "open spatial dim %d differently at each size",
+                          g->op == LOWER_WINDOW_CONV ? "Conv" : "pool", g->name,
+                          (long long)stride, (long long)extent, (int)(2 + i));
+    c->same_open[i] = true;
+    c->zero_first = true;
   }
   /* Y's open dims (N, O_i) become the space's parameters; X is tied by hand (its spatial
    * dims are not the space's). */
@@ -218,9 +239,47 @@ static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_
 /* The innermost dim of a phase-split copy: per phase b, the positions q = S*a + b below the
  * begin pad (zeros: a constant count), inside the input (copied: every S-th input value) and
  * the rest of the phase (zeros), the last two floor expressions of D. */
+/* Zeroes count elements at base unless the plane was zeroed first. */
+static void zero_pads(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* base,
+                      lower_sym_t count) {
+  if (!c->zero_first) zero_fill(c, block, base, count);
+}
+
+/* A SAME-padded phase-split innermost dim over an open size (the plane already zeroed):
+ * input positions S a + j (a < ceil((D - j) / S)) go to phase (begin + j) % S at offset
+ * a + floor((begin + j) / S), the begin pad a parameter of D. */
+static void copy_row_phases_same(sconv_t* c, stax_kir_block_t* block,
+                                 const stax_kir_index_t* target, const stax_kir_index_t* source) {
+  int32_t last = c->last;
+  int64_t stride = c->phases;
+  lower_sym_t begin = c->begin[last], input = c->in[last], x_stride = c->x_strides[2 + last];
+  for (int64_t j = 0; j < stride; j++) {
+    lower_sym_t count = lower_sym_derive(c->k, "same_count", input, 1, stride - 1 - j, stride, 0,
+                                         0, 0, 0);
+    lower_sym_t phase =
+        lower_sym_derive(c->k, "same_phase", begin, 1, j, 1, -stride, j, stride, 0);
+    lower_sym_t offset = lower_sym_derive(c->k, "same_offset", begin, 1, j, stride, 0, 0, 0, 0);
+    stax_kir_loop_t* loop = lower_sym_loop(c->k, block, "cx", count);
+    if (!loop) return;
+    loop->vector_width = c->native;
+    int32_t id = stax_kir_loop_id(c->k, loop);
+    stax_kir_index_t to = *target, from = *source;
+    lower_sym_index_add(c->k, &to, lower_sym_mul(c->k, phase, c->phase_length));
+    lower_sym_index_add(c->k, &to, offset);
+    stax_kir_index_add_term(c->k, &to, id, 1);
+    lower_sym_index_add(c->k, &from, lower_sym_mul(c->k, lower_sym_const(j), x_stride));
+    lower_sym_index_term(c->k, &from, id, lower_sym_mul(c->k, lower_sym_const(stride), x_stride));
+    stax_kir_add_store(c->k, &loop->body, fill_target(c), &to, interior_value(c, &from));
+  }
+}
+
 static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* target,
                            const stax_kir_index_t* source) {
   int32_t last = c->last;
+  if (c->same_open[last]) {
+    copy_row_phases_same(c, block, target, source);
+    return;
+  }
   int64_t stride = c->phases, begin = begin_pad(c, last), end = after_input(c, last);
   lower_sym_t input = input_extent(c, last), x_stride = c->x_strides[2 + last];
   for (int64_t b = 0; b < stride; b++) {
@@ -230,7 +289,7 @@ static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_i
     if (low < 0) low = 0;
     stax_kir_index_t base = *target;
     lower_sym_index_add(c->k, &base, lower_sym_mul(c->k, lower_sym_const(b), c->phase_length));
-    zero_fill(c, block, &base, lower_sym_const(low));
+    zero_pads(c, block, &base, lower_sym_const(low));
     lower_sym_t copied = lower_sym_derive(c->k, "copied", input, 1, begin - b + stride - 1,
                                           stride, 0, 0, 0, -low);
     stax_kir_loop_t* loop = lower_sym_loop(c->k, block, "cx", copied);
@@ -249,7 +308,7 @@ static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_i
     lower_sym_index_add(c->k, &tail,
                         lower_sym_derive(c->k, "high", input, 1, begin - b + stride - 1, stride,
                                          0, 0, 0, 0));
-    zero_fill(c, block, &tail,
+    zero_pads(c, block, &tail,
               lower_sym_derive(c->k, "rest", input, 1, begin + end + stride - 1, stride, -1,
                                begin - b + stride - 1, stride, 0));
   }
@@ -263,14 +322,15 @@ static void pad_dim(sconv_t* c, stax_kir_block_t* block, int32_t d, const stax_k
     pad_row_phases(c, block, target, source);
     return;
   }
-  int64_t begin = begin_pad(c, d), end = after_input(c, d);
+  lower_sym_t begin = c->same_open[d] ? c->begin[d] : lower_sym_const(begin_pad(c, d));
+  int64_t end = after_input(c, d);
   lower_sym_t slab = c->src_strides[2 + d], input = input_extent(c, d);
-  zero_fill(c, block, target, lower_sym_mul(c->k, lower_sym_const(begin), slab));
+  zero_pads(c, block, target, lower_sym_mul(c->k, begin, slab));
   stax_kir_loop_t* loop = lower_sym_loop(c->k, block, d == c->last ? "cx" : "cd", input);
   if (!loop) return;
   int32_t id = stax_kir_loop_id(c->k, loop);
   stax_kir_index_t inner_target = *target, inner_source = *source;
-  lower_sym_index_add(c->k, &inner_target, lower_sym_mul(c->k, lower_sym_const(begin), slab));
+  lower_sym_index_add(c->k, &inner_target, lower_sym_mul(c->k, begin, slab));
   lower_sym_index_term(c->k, &inner_target, id, slab);
   lower_sym_index_term(c->k, &inner_source, id, c->x_strides[2 + d]);
   if (d == c->last) {
@@ -280,8 +340,9 @@ static void pad_dim(sconv_t* c, stax_kir_block_t* block, int32_t d, const stax_k
   } else {
     pad_dim(c, &loop->body, d + 1, &inner_target, &inner_source);
   }
+  if (c->zero_first) return; /* the end pads were zeroed with the plane */
   stax_kir_index_t tail = *target;
-  lower_sym_index_add(c->k, &tail, lower_sym_mul(c->k, lower_sym_const(begin), slab));
+  lower_sym_index_add(c->k, &tail, lower_sym_mul(c->k, begin, slab));
   lower_sym_index_add(c->k, &tail, lower_sym_mul(c->k, input, slab));
   zero_fill(c, block, &tail, lower_sym_mul(c->k, lower_sym_const(end), slab));
 }
@@ -292,13 +353,34 @@ static void emit_pad(sconv_t* c) {
   const lower_conv_geometry_t* g = c->g;
   const stax_window_t* win = &g->window;
   lower_sym_t padded[STAX_MAX_RANK];
-  for (int32_t i = 0; i < c->spatial; i++)
-    padded[i] = lower_sym_derive(c->k, "padded", c->in[i], 1, 0, 1, 0, 0, 0,
-                                 win->pads[i] + end_pad(c, i));
-  c->phase_length = lower_sym_derive(c->k, "phase_length", c->in[c->last], 1,
-                                     win->pads[c->last] + end_pad(c, c->last) +
-                                         c->phases - 1,
-                                     c->phases, 0, 0, 0, 0);
+  for (int32_t i = 0; i < c->spatial; i++) {
+    if (!c->same_open[i]) {
+      c->begin[i] = lower_sym_const(win->pads[i]);
+      padded[i] = lower_sym_derive(c->k, "padded", c->in[i], 1, 0, 1, 0, 0, 0,
+                                   win->pads[i] + end_pad(c, i));
+      continue;
+    }
+    /* T = S ceil(D / S) - D + K - S; begin floor(T / 2) (SAME_UPPER) or ceil(T / 2). */
+    int64_t stride = win->strides[i], extent = win->dilations[i] * (win->kernel[i] - 1) + 1;
+    lower_sym_t total = lower_sym_derive(c->k, "same_pads", c->in[i], stride, stride - 1, stride,
+                                         -1, 0, 1, extent - stride);
+    c->begin[i] = lower_sym_derive(c->k, "begin_pad", total, 1,
+                                   win->auto_pad == STAX_AUTO_PAD_SAME_UPPER ? 0 : 1, 2, 0, 0, 0,
+                                   0);
+    padded[i] = lower_sym_derive(c->k, "padded", c->in[i], stride, stride - 1, stride, 0, 0, 0,
+                                 extent - stride);
+  }
+  if (c->same_open[c->last])
+    /* ceil((S ceil(D / S) + K - S) / S) = ceil(D / S) + ceil((K - S) / S). */
+    c->phase_length = lower_sym_derive(
+        c->k, "phase_length", c->in[c->last], 1, c->phases - 1, c->phases, 0, 0, 0,
+        stax_ceil_div(win->dilations[c->last] * (win->kernel[c->last] - 1) + 1 - c->phases,
+                      c->phases));
+  else
+    c->phase_length = lower_sym_derive(c->k, "phase_length", c->in[c->last], 1,
+                                       win->pads[c->last] + end_pad(c, c->last) +
+                                           c->phases - 1,
+                                       c->phases, 0, 0, 0, 0);
   padded[c->last] = lower_sym_mul(c->k, lower_sym_const(c->phases), c->phase_length);
   lower_sym_t stride = lower_sym_const(1);
   for (int32_t i = c->last; i >= 0; i--) {
@@ -330,6 +412,7 @@ static void emit_pad(sconv_t* c) {
   lower_sym_index_term(c->k, &target, ch, c->src_strides[1]);
   lower_sym_index_term(c->k, &source, n, c->x_strides[0]);
   lower_sym_index_term(c->k, &source, ch, c->x_strides[1]);
+  if (c->zero_first) zero_fill(c, &b->body, &target, plane);
   pad_dim(c, &b->body, 0, &target, &source);
   if (!g->count_mask) return;
   /* The counted average's mask: one padded plane, the same for every batch and channel. */
@@ -543,7 +626,7 @@ stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
   c.phases = win->strides[c.last];
   const lower_sym_t* xs = c.x_strides;
   bool unit_inner = xs[2 + c.last].p < 0 && xs[2 + c.last].c == 1;
-  if (pads || c.phases > 1 || !unit_inner) {
+  if (pads || c.zero_first || c.phases > 1 || !unit_inner) {
     emit_pad(&c);
   } else {
     c.source = L->buffer[g->x];

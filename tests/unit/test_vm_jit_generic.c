@@ -69,22 +69,23 @@ static stax_program_t* build_mixed(void) {
   return finish(g);
 }
 
-/* Two Convs and a Sigmoid (rows-generic) of x[N, 3, H, W]. The Convs pad SAME with stride 2,
- * which pads each size differently: no shape-generic kernel, only exact ones. */
+/* Two Convs and a Sigmoid (rows-generic) of x[N, 3, H, W]. The Convs pad SAME with stride 3
+ * and a 2-wide window (narrower than the stride), whose pads are no quasi-linear function of
+ * the size: no shape-generic kernel, only exact ones. */
 static stax_program_t* build_convs(void) {
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 8), vm_const(g, 3), vm_symbol(g, "H", 3, 64),
                                vm_symbol(g, "W", 3, 64)};
   stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
-  float w[108];
-  for (int i = 0; i < 108; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
-  int64_t w_dims[4] = {4, 3, 3, 3};
+  float w[48];
+  for (int i = 0; i < 48; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
+  int64_t w_dims[4] = {4, 3, 2, 2};
   for (int c = 0; c < 2; c++) {
     stax_value_id_t in[2] = {x, vm_initializer(g, c ? "w2" : "w1", STAX_DTYPE_FLOAT32, 4, w_dims,
                                                w)};
-    int64_t twos[2] = {2, 2};
+    int64_t threes[2] = {3, 3};
     stax_attr_t attrs[2] = {stax_attr_string("auto_pad", "SAME_UPPER"),
-                            stax_attr_ints("strides", 2, twos)};
+                            stax_attr_ints("strides", 2, threes)};
     vm_output(g, vm_node(g, STAX_OP_Conv, c ? "conv2" : "conv1", 2, in, 2, attrs));
   }
   vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid", x));
@@ -127,7 +128,11 @@ static stax_program_t* build_batch_convs(void) {
 
 /* Convs of x[N, 4, H, W] with the image size open: pads + bias + Relu, then a residual of
  * its own input; strided (the phase-split copy) and dilated with asymmetric pads and groups;
- * a 1x1 read in place (no copy); a 7x7 stride-2 stem. */
+ * a 1x1 read in place (no copy); a 7x7 stride-2 stem; and auto_pad SAME with strides, whose
+ * pads change with the size's remainder: 3x3 stride 2 SAME_UPPER + bias + Relu, 5x5 stride 2
+ * SAME_LOWER (begin pads of 1 or 2: as wide as the stride), 2x2 stride 2 (window
+ * as wide as the stride), 1x1 stride 2 (pads nothing at any size), and kernel 3x4 with
+ * strides 3 and 2, dilation 2 over H. */
 static stax_program_t* build_image_convs(void) {
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 4), vm_const(g, 4), vm_symbol(g, "H", 7, 80),
@@ -155,6 +160,37 @@ static stax_program_t* build_image_convs(void) {
   stax_value_id_t in4[2] = {x, vm_initializer(g, "w4", STAX_DTYPE_FLOAT32, 4, w4_dims, w + 5)};
   stax_attr_t attrs4[2] = {stax_attr_ints("strides", 2, twos), stax_attr_ints("pads", 4, threes)};
   vm_output(g, vm_node(g, STAX_OP_Conv, "conv4", 2, in4, 2, attrs4));
+  /* auto_pad SAME with strides over the open sizes. */
+  struct {
+    const char* name;
+    const char* auto_pad;
+    int64_t kernel[2], strides[2], dilations[2], out_channels;
+    bool bias_relu;
+  } same[] = {{"same3x3", "SAME_UPPER", {3, 3}, {2, 2}, {1, 1}, 6, true},
+              {"same5x5", "SAME_LOWER", {5, 5}, {2, 2}, {1, 1}, 3, false},
+              {"same2x2", "SAME_UPPER", {2, 2}, {2, 2}, {1, 1}, 4, false},
+              {"same1x1", "SAME_LOWER", {1, 1}, {2, 2}, {1, 1}, 5, false},
+              {"same3x4", "SAME_UPPER", {3, 4}, {3, 2}, {2, 1}, 4, true}};
+  for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    char w_name[16], b_name[16];
+    snprintf(w_name, sizeof(w_name), "w_%s", same[i].name);
+    snprintf(b_name, sizeof(b_name), "b_%s", same[i].name);
+    int64_t wd[4] = {same[i].out_channels, 4, same[i].kernel[0], same[i].kernel[1]};
+    int64_t bd[1] = {same[i].out_channels};
+    stax_value_id_t in[3] = {x, vm_initializer(g, w_name, STAX_DTYPE_FLOAT32, 4, wd, w + 13 * i),
+                             vm_initializer(g, b_name, STAX_DTYPE_FLOAT32, 1, bd, w + 400 + i)};
+    stax_attr_t attrs[3] = {stax_attr_string("auto_pad", same[i].auto_pad),
+                            stax_attr_ints("strides", 2, same[i].strides),
+                            stax_attr_ints("dilations", 2, same[i].dilations)};
+    stax_value_id_t conv =
+        vm_node(g, STAX_OP_Conv, same[i].name, same[i].bias_relu ? 3 : 2, in, 3, attrs);
+    if (same[i].bias_relu) {
+      char relu_name[24];
+      snprintf(relu_name, sizeof(relu_name), "relu_%s", same[i].name);
+      conv = vm_unary(g, STAX_OP_Relu, relu_name, conv);
+    }
+    vm_output(g, conv);
+  }
   return finish(g);
 }
 
@@ -378,7 +414,7 @@ static void test_stream_conv_batch(void) {
 static void test_stream_conv_image(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_image_convs();
-  conv_stream(program, 4, image_shape);
+  conv_stream(program, 9, image_shape);
   stax_program_release(program);
 }
 
