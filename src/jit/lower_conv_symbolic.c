@@ -46,8 +46,11 @@
  * phase (begin + j) % S at offset a + (begin + j) / S, a parameter per j. The compute reads
  * the padded plane at o S + tap as at any size, so tiles, taps and phases stay static.
  *
+ * MaxPool takes the same path (its planes filled with its start value instead of zeros).
+ *
  * Not done: auto_pad SAME with 1 < K < S over an open dim (T(D) is not quasi-linear there),
- * SAME strided pools, a weight or bias read again in the epilogue, float64 and halves. */
+ * SAME strided AveragePool and ceil_mode MaxPool, a weight or bias read again in the
+ * epilogue, float64 and halves. */
 #include <float.h>
 #include <string.h>
 
@@ -135,7 +138,10 @@ static stax_status_t analyze(sconv_t* c) {
     if (!open || win->auto_pad == STAX_AUTO_PAD_NOTSET || win->auto_pad == STAX_AUTO_PAD_VALID ||
         stride == 1 || extent == 1)
       continue; /* fixed pads at every size (a 1-wide window under SAME pads nothing) */
-    if (g->op != LOWER_WINDOW_CONV || extent < stride)
+    /* A max pool pads with its start value like a conv with zeros (zero_fill picks it); an
+     * average's count and ceil_mode's overhang would need the pads per size too. */
+    bool windowed = g->op == LOWER_WINDOW_CONV || (g->op == LOWER_WINDOW_MAX && !win->ceil_mode);
+    if (!windowed || extent < stride)
       return lower_refuse(L,
                           "%s node '%s': auto_pad SAME with stride %lld and window %lld pads "
                           "open spatial dim %d differently at each size",

@@ -197,8 +197,8 @@ static stax_program_t* build_image_convs(void) {
 /* Pools of x[N, 4, H, W] with the image size open: MaxPool 3x3 stride 2 pad 1 + Relu (ResNet's
  * stem), an AveragePool counting its pads, one without pads (stride 2), a dilated MaxPool, a
  * ceil_mode MaxPool whose last windows reach past the padding, an AveragePool not counting its
- * pads, two ceil_mode AveragePools (counting their pads, and without pads), GlobalAveragePool
- * and GlobalMaxPool. */
+ * pads, two ceil_mode AveragePools (counting their pads, and without pads), two MaxPools
+ * padding SAME with strides, GlobalAveragePool and GlobalMaxPool. */
 static stax_program_t* build_image_pools(void) {
   stax_graph_t* g = new_graph();
   const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 4), vm_const(g, 4), vm_symbol(g, "H", 7, 80),
@@ -233,6 +233,13 @@ static stax_program_t* build_image_pools(void) {
   stax_attr_t avg5[3] = {stax_attr_ints("kernel_shape", 2, k23), stax_attr_ints("strides", 2, s23),
                          stax_attr_int("ceil_mode", 1)};
   vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg5", 1, &x, 3, avg5));
+  /* MaxPool padding SAME with strides (TF-style): the pads change with the size's remainder. */
+  stax_attr_t max4[3] = {stax_attr_ints("kernel_shape", 2, k33), stax_attr_ints("strides", 2, twos),
+                         stax_attr_string("auto_pad", "SAME_UPPER")};
+  vm_output(g, vm_node(g, STAX_OP_MaxPool, "max4", 1, &x, 3, max4));
+  stax_attr_t max5[3] = {stax_attr_ints("kernel_shape", 2, k23), stax_attr_ints("strides", 2, s23),
+                         stax_attr_string("auto_pad", "SAME_LOWER")};
+  vm_output(g, vm_node(g, STAX_OP_MaxPool, "max5", 1, &x, 3, max5));
   vm_output(g, vm_node(g, STAX_OP_GlobalAveragePool, "gap", 1, &x, 0, NULL));
   vm_output(g, vm_node(g, STAX_OP_GlobalMaxPool, "gmp", 1, &x, 0, NULL));
   return finish(g);
@@ -422,7 +429,7 @@ static void test_stream_conv_image(void) {
 static void test_stream_pool_image(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_image_pools();
-  conv_stream(program, 10, image_shape);
+  conv_stream(program, 12, image_shape);
   stax_program_release(program);
 }
 
