@@ -526,12 +526,14 @@ static stax_status_t lower_group_checked(const stax_jit_group_t* group,
       stax_kir_set_rows_generic(L.kernel, ROWS_EXAMPLE, 0);
   }
   if (status == STAX_OK && group->symbolic) {
-    if (group->rows_generic || family == FAMILY_ELEMENTWISE)
-      status = lower_refuse(&L, "symbolic kernels cover MatMul, Conv, pool and row groups only");
+    if (group->rows_generic)
+      status = lower_refuse(&L, "a group cannot be both rows-generic and symbolic");
     else
       stax_kir_set_symbolic(L.kernel);
     if (status == STAX_OK) status = add_buffers(&L);
-    if (status == STAX_OK && family == FAMILY_MATMUL)
+    if (status == STAX_OK && family == FAMILY_ELEMENTWISE)
+      status = lower_elementwise_symbolic(&L);
+    else if (status == STAX_OK && family == FAMILY_MATMUL)
       status = lower_matmul_symbolic(&L, contraction);
     else if (status == STAX_OK && family == FAMILY_CONV)
       status = lower_conv_group(&L, contraction);

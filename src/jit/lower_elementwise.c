@@ -7,7 +7,15 @@
  *     any rank becomes one long loop,
  *   - the innermost loop vectorized (native width, unrolled twice when long),
  *   - the outermost loop parallel when there is enough work to split.
- * Each output is one store of its expression; intermediate values are never materialized. */
+ * Each output is one store of its expression; intermediate values are never materialized.
+ *
+ * Symbolic groups (lower_elementwise_symbolic: values with open dims of their own that do not
+ * walk as rows, `x[B, S, H] + pos[S, H]`, a mask `[B, 1, 1, S]` over `[B, H, S, S]`): the
+ * open dims of the shape are parameters read from the arguments, open strides too; every dim
+ * is a loop of its own (whether two merge depends on the sizes), the innermost vectorized
+ * unless a value's stride along it is open (lanes need a constant step; the backend peels the
+ * tail of an open extent), and the outermost loop is the largest fixed outer dim when there
+ * is one (the example's sizes say nothing about a call's), else the first. */
 #include "jit/lower_internal.h"
 
 /* Fewest elements worth a parallel split, and the work one task should get. */
@@ -120,6 +128,77 @@ stax_status_t lower_elementwise_group(lower_t* L) {
       if (innermost) grain = (grain + width - 1) / width * width;
       loop->grain = grain < 1 ? 1 : grain;
     }
+    block = &loop->body;
+  }
+  lower_new_point(L);
+  for (int32_t i = 0; i < group->output_count; i++)
+    lower_store_value(L, block, group->outputs[i], LOWER_FULL, L->rank);
+  return stax_kir_kernel_status(k);
+}
+
+stax_status_t lower_elementwise_symbolic(lower_t* L) {
+  const stax_jit_group_t* group = L->group;
+  stax_kir_kernel_t* k = L->kernel;
+  const stax_jit_value_t* first = lower_value(L, group->outputs[0]);
+  L->rank = first->rank;
+  for (int32_t e = 0; e < L->rank; e++) L->dims[e] = first->dims[e];
+  for (int32_t i = 0; i < group->output_count; i++) {
+    const stax_jit_value_t* out = lower_value(L, group->outputs[i]);
+    bool same = out->rank == L->rank && out->open_dims == first->open_dims;
+    for (int32_t e = 0; same && e < L->rank; e++) same = out->dims[e] == L->dims[e];
+    if (!same)
+      return lower_refuse(L, "outputs of different shapes ('%s')",
+                          lower_value_name(L, group->outputs[i]));
+  }
+  for (int32_t v = 0; v < group->value_count; v++) {
+    bool used = L->uses[v] > 0 || L->producer[v] >= 0;
+    if (used && !lower_value_fits(L, v, 0, L->rank))
+      return lower_refuse(L, "value '%s' does not broadcast into the output shape",
+                          lower_value_name(L, v));
+  }
+  STAX_RETURN_IF_ERROR(lower_symbolic_space(L, L->rank, NULL, 0));
+  k->in_place_safe = true;
+  stax_kir_block_t* block = stax_kir_add_stage(k, "elementwise");
+  if (!block) return stax_kir_kernel_status(k);
+  int32_t inner = L->rank - 1;
+  /* Lanes need a constant step along the innermost dim in every buffer. */
+  bool vector = inner >= 0;
+  for (int32_t v = 0; vector && v < group->value_count; v++) {
+    const stax_jit_value_t* value = lower_value(L, v);
+    int32_t buffer = L->buffer[v];
+    if (buffer < 0 || value->rank == 0 || !(L->uses[v] > 0 || L->producer[v] >= 0)) continue;
+    vector = k->buffers[buffer]->stride_params[value->rank - 1] < 0;
+  }
+  int32_t order[STAX_MAX_RANK], count = 0, outer = -1;
+  int64_t best = 1;
+  for (int32_t d = 0; d < inner; d++)
+    if (L->dim_params[d] < 0 && L->dims[d] > best) best = L->dims[d], outer = d;
+  for (int32_t d = 0; d < inner && outer < 0; d++)
+    if (L->dim_params[d] >= 0) outer = d;
+  if (outer >= 0) order[count++] = outer;
+  for (int32_t d = 0; d <= inner; d++)
+    if (d != outer) order[count++] = d;
+  bool first_loop = true;
+  for (int32_t i = 0; i < count; i++) {
+    int32_t d = order[i];
+    L->forms[d] = stax_kir_index_constant(0);
+    bool open = L->dim_params[d] >= 0;
+    if (L->dims[d] == 1 && !open) continue;
+    char name[16];
+    snprintf(name, sizeof(name), "e%d", (int)d);
+    stax_kir_loop_t* loop = stax_kir_add_loop(k, block, name, open ? 0 : L->dims[d]);
+    if (!loop) return stax_kir_kernel_status(k);
+    if (open) loop->extent_param = L->dim_params[d];
+    if (d == inner && vector) {
+      loop->vector_width = lower_vector_width(L);
+      loop->unroll = open || L->dims[d] >= 4 * loop->vector_width ? 2 : 1;
+    }
+    if (first_loop && d != inner && L->options->thread_count > 1) {
+      loop->parallel = true;
+      loop->grain = 1;
+    }
+    first_loop = false;
+    stax_kir_index_add_term(k, &L->forms[d], stax_kir_loop_id(k, loop), 1);
     block = &loop->body;
   }
   lower_new_point(L);

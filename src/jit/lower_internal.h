@@ -224,6 +224,8 @@ STAX_MUST_USE stax_status_t lower_attr_float(const stax_jit_node_t* node, const 
 /* ---- kernel families ------------------------------------------------------------------------ */
 
 STAX_MUST_USE stax_status_t lower_elementwise_group(lower_t* L);
+/* An elementwise group with open dims of its own (symbolic: lower_elementwise.c). */
+STAX_MUST_USE stax_status_t lower_elementwise_symbolic(lower_t* L);
 bool lower_is_row_op(stax_op_t op);
 STAX_MUST_USE stax_status_t lower_row_group(lower_t* L);
 /* The expression of output `slot` of a row node at the current point (its locals computed). */

@@ -126,6 +126,57 @@ static void build_plain(test_group_t* tg, int64_t b, int64_t s) {
   mark(tg, out, 0x3, 0x1);
 }
 
+/* Elementwise over open dims of its own (no rows walk): scores [B, H, S, S] * scale + a mask
+ * [B, 1, 1, S] broadcast over the heads and query rows, then Exp (a Softmax's producers split
+ * off). */
+static void build_masked(test_group_t* tg, int64_t b, int64_t s) {
+  int64_t dims[4] = {b, HEADS, s, s}, mask_dims[4] = {b, 1, 1, s};
+  int32_t x = tg_input(tg, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  int32_t scale = tg_input(tg, "scale", STAX_DTYPE_FLOAT32, 0, NULL);
+  int32_t mask = tg_input(tg, "mask", STAX_DTYPE_FLOAT32, 4, mask_dims);
+  int32_t xs[2] = {x, scale};
+  int32_t y = tg_node(tg, STAX_OP_Mul, 2, xs, STAX_DTYPE_FLOAT32, 4, dims, 0, NULL);
+  int32_t ym[2] = {y, mask};
+  int32_t z = tg_node(tg, STAX_OP_Add, 2, ym, STAX_DTYPE_FLOAT32, 4, dims, 0, NULL);
+  int32_t out = tg_node(tg, STAX_OP_Exp, 1, &z, STAX_DTYPE_FLOAT32, 4, dims, 0, NULL);
+  tg_output(tg, out);
+  mark(tg, x, 0xd, 0x7);
+  mark(tg, mask, 0x9, 0x7); /* the size-1 dims stride S too */
+  mark(tg, y, 0xd, 0x7);
+  mark(tg, z, 0xd, 0x7);
+  mark(tg, out, 0xd, 0x7);
+}
+
+/* x [B, S, H] + pos [S, H] (a position table sliced to S), and a second output x * pos over
+ * q's heads view [B, S, H, d] read through its open strides: the innermost dim stays a
+ * vector loop where every stride along it is fixed. */
+static void build_positions(test_group_t* tg, int64_t b, int64_t s) {
+  int64_t dims[3] = {b, s, HEAD_DIM}, pos_dims[2] = {s, HEAD_DIM};
+  int32_t x = tg_input(tg, "x", STAX_DTYPE_FLOAT32, 3, dims);
+  int32_t pos = tg_input(tg, "pos", STAX_DTYPE_FLOAT32, 2, pos_dims);
+  int32_t xp[2] = {x, pos};
+  int32_t sum = tg_node(tg, STAX_OP_Add, 2, xp, STAX_DTYPE_FLOAT32, 3, dims, 0, NULL);
+  int32_t out = tg_node(tg, STAX_OP_Sigmoid, 1, &sum, STAX_DTYPE_FLOAT32, 3, dims, 0, NULL);
+  tg_output(tg, out);
+  mark(tg, x, 0x3, 0x1);
+  mark(tg, pos, 0x1, 0x0);
+  mark(tg, sum, 0x3, 0x1);
+  mark(tg, out, 0x3, 0x1);
+}
+
+/* q's heads view [B, H, S, d] (open strides over B, H and S) times a bias over d, into a
+ * contiguous [B, H, S, d]. */
+static void build_view_scale(test_group_t* tg, int64_t b, int64_t s) {
+  int64_t dims[4] = {b, HEADS, s, HEAD_DIM}, bias_dims[1] = {HEAD_DIM};
+  int32_t q = view_input(tg, "q", heads_view(b, s, q_perm));
+  int32_t bias = tg_input(tg, "bias", STAX_DTYPE_FLOAT32, 1, bias_dims);
+  int32_t qb[2] = {q, bias};
+  int32_t out = tg_node(tg, STAX_OP_Mul, 2, qb, STAX_DTYPE_FLOAT32, 4, dims, 0, NULL);
+  tg_output(tg, out);
+  mark(tg, q, 0x5, 0x1);
+  mark(tg, out, 0x5, 0x3);
+}
+
 static int64_t next_prime(int64_t n) {
   for (;; n++) {
     bool prime = n >= 2;
@@ -220,6 +271,20 @@ static void test_symbolic_attention(void) {
       {"sym_qk", build_qk, 300, 160, 1e-6, 1e-6},
       {"sym_pv", build_pv, 300, 160, 1e-6, 1e-6},
       {"sym_softmax", build_softmax, 300, 200, 1e-6, 1e-5},
+  };
+  for (int32_t c = 0; c < 3; c++)
+    for (int32_t w = 0; w < 3; w++) {
+      symbolic_case_t one = cases[c];
+      if (w > 0) one.sweeps = 60;
+      run_symbolic_case(&one, widths[w]);
+    }
+}
+
+static void test_symbolic_elementwise(void) {
+  symbolic_case_t cases[] = {
+      {"sym_masked", build_masked, 300, 120, 1e-6, 1e-6},
+      {"sym_positions", build_positions, 300, 200, 1e-6, 1e-6},
+      {"sym_view_scale", build_view_scale, 300, 200, 0, 0},
   };
   for (int32_t c = 0; c < 3; c++)
     for (int32_t w = 0; w < 3; w++) {
@@ -325,4 +390,5 @@ static void test_symbolic_verify(void) {
 STAX_TEST_MAIN({"symbolic_verify", test_symbolic_verify},
                {"symbolic_declines", test_symbolic_declines},
                {"symbolic_attention", test_symbolic_attention},
-               {"symbolic_plain", test_symbolic_plain})
+               {"symbolic_plain", test_symbolic_plain},
+               {"symbolic_elementwise", test_symbolic_elementwise})

@@ -356,7 +356,7 @@ static void test_mixed_plan(void) {
   CHECK_EQ_INT(mismatches, 0);
   stax_jit_segment_stats_t total;
   total_stats(program, &total);
-  CHECK(total.compiles >= 2);
+  CHECK(total.compiles >= 1); /* x[B, S] * y[S]: one symbolic class kernel, or exact ones */
   CHECK(total.hits >= 6);
   stax_context_destroy(jit);
   stax_context_destroy(interp);
