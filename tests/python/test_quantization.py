@@ -18,6 +18,21 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 RNG = np.random.default_rng(2013)
 
+
+def _cpu_has_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+# ONNX Runtime's uint8 x int8 MatMulInteger on x86 without VNNI multiplies with vpmaddubsw,
+# whose int16 pair sums saturate: its results are then not exact (seen on AVX2-only Zen 3),
+# so the comparison with it is made only where it is (the exact references stay for all).
+ORT_U8S8_EXACT = _cpu_has_vnni()
+
 NP_TO_ONNX = {np.dtype(k): v for k, v in [
     (np.float32, TensorProto.FLOAT), (np.float16, TensorProto.FLOAT16),
     (np.float64, TensorProto.DOUBLE), (np.int8, TensorProto.INT8),
@@ -311,7 +326,8 @@ def test_matmul_integer(a_shape, b_shape, za_shape, zb_shape, a_type, b_type):
     if za_shape in ((), None) and zb_shape in ((), None):
         assert np.array_equal(got, run_reference(m, {"a": a})[0])
     if len(a_shape) >= 2 and len(b_shape) == 2 and a_shape[0] and za_shape in ((), None) \
-            and zb_shape in ((), (b_shape[1],), None):
+            and zb_shape in ((), (b_shape[1],), None) \
+            and (ORT_U8S8_EXACT or (a_type, b_type) != (np.uint8, np.int8)):
         assert np.array_equal(got, run_ort(m, {"a": a})[0])
 
 
@@ -364,7 +380,8 @@ def test_qlinear_matmul(opset, a_shape, b_shape, a_type, y_type):
     got = run_stax(m, {"a": a})["y"]
     want = qlinear_matmul_reference(a, sa, za, b, sb, zb, sy, zy)
     assert got.dtype == y_type and np.array_equal(got, want)
-    if a_type == y_type:  # the combinations ONNX Runtime implements
+    # the combinations ONNX Runtime implements, where its uint8 x int8 products are exact
+    if a_type == y_type and (ORT_U8S8_EXACT or a_type != np.uint8):
         assert np.array_equal(got, run_ort(m, {"a": a})[0])
     # the ONNX reference multiplies in float64: at most one step apart at rounding ties
     ref = run_reference(m, {"a": a})[0]
@@ -490,7 +507,8 @@ def test_qlinear_conv_matches_onnxruntime(x_shape, w_shape, attrs, x_type, w_typ
     want = np.clip(np.rint(acc.astype(np.float32) * multiplier) + int(values[6]), info.min,
                    info.max)
     assert np.array_equal(got, want.astype(x_type))
-    if "dilations" not in attrs:  # ONNX Runtime refuses dilated SAME pads
+    # ONNX Runtime refuses dilated SAME pads; its uint8 x int8 sums saturate without VNNI
+    if "dilations" not in attrs and (ORT_U8S8_EXACT or (x_type, w_type) != (np.uint8, np.int8)):
         assert np.array_equal(got, run_ort(m, {"x": x})[0])
 
 
@@ -637,10 +655,10 @@ def test_results_unchanged_with_jit_sync_and_verify():
     sync = stax.load(data, options=stax.Options(jit="sync", jit_threshold=1, jit_verify=True))
     for batch in [3, 5, 3, 1, 5, 3]:
         x = RNG.standard_normal((batch, 16)).astype(np.float32)
-        want = run_ort(m, {"x": x})[0]
         a, b = off(x=x)["out"], sync(x=x)["out"]
         np.testing.assert_array_equal(a, b)
-        np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-6)
+        if ORT_U8S8_EXACT:  # uint8 x int8: ONNX Runtime's sums saturate without VNNI
+            np.testing.assert_allclose(a, run_ort(m, {"x": x})[0], rtol=1e-6, atol=1e-6)
     assert sync.stats["compiles"] >= 1
 
 
@@ -716,6 +734,10 @@ def quantized(tmp_path, build, mode, **kwargs):
     float_model, shape = build()
     source, target = tmp_path / "float.onnx", tmp_path / ("%s.onnx" % mode)
     onnx.save(float_model, str(source))
+    # Without VNNI ONNX Runtime multiplies uint8 by int8 with saturating 16-bit pair sums;
+    # 7-bit weights (its quantizer's reduce_range, documented for such CPUs) keep them exact,
+    # so the models are comparable on every machine.
+    kwargs.setdefault("reduce_range", not ORT_U8S8_EXACT)
     if mode == "dynamic":
         quantization.quantize_dynamic(str(source), str(target), **kwargs)
     else:
