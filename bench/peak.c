@@ -55,41 +55,26 @@ typedef void (*fma_kernel_fn)(uint64_t iterations);
   set(0, r "0") set(1, r "1") set(2, r "2") set(3, r "3") set(4, r "4") set(5, r "5")         \
       set(6, r "6") set(7, r "7") set(8, r "8") set(9, r "9") set(10, r "10") set(11, r "11")
 
-__attribute__((target("avx2,fma"), noinline)) static void fma_avx2(uint64_t iterations) {
-  float start[ACCUMULATORS], mul = 0.9999999f, add = 1e-7f;
-  for (int i = 0; i < ACCUMULATORS; i++) start[i] = (float)(i + 1);
-#define SET_YMM(i, reg) "vbroadcastss " #i "*4(%[start]), %%" reg "\n\t"
-  __asm__ volatile(SEED_ACCUMULATORS(SET_YMM, "ymm")
-                   "vbroadcastss %[mul], %%ymm12\n\t"
-                   "vbroadcastss %[add], %%ymm13\n\t"
-                   ".p2align 5\n"
-                   "1:\n\t" FMA12("vfmadd213ps", "ymm") "dec %[n]\n\t"
-                   "jnz 1b\n\t"
-                   "vzeroupper\n\t"
-                   : [n] "+r"(iterations)
-                   : [start] "r"(start), [mul] "m"(mul), [add] "m"(add)
-                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-                     "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "memory", "cc");
-#undef SET_YMM
-}
+/* One FMA kernel per vector register file: `reg` is ymm or zmm. */
+#define SET_VECTOR(i, reg) "vbroadcastss " #i "*4(%[start]), %%" reg "\n\t"
+#define DEFINE_FMA_KERNEL(name, isa, reg)                                                         \
+  __attribute__((target(isa), noinline)) static void name(uint64_t iterations) {              \
+    float start[ACCUMULATORS], mul = 0.9999999f, add = 1e-7f;                                  \
+    for (int i = 0; i < ACCUMULATORS; i++) start[i] = (float)(i + 1);                          \
+    __asm__ volatile(SEED_ACCUMULATORS(SET_VECTOR, reg) "vbroadcastss %[mul], %%" reg "12\n\t" \
+                     "vbroadcastss %[add], %%" reg "13\n\t"                                    \
+                     ".p2align 5\n"                                                            \
+                     "1:\n\t" FMA12("vfmadd213ps", reg) "dec %[n]\n\t"                         \
+                     "jnz 1b\n\t"                                                             \
+                     "vzeroupper\n\t"                                                         \
+                     : [n] "+r"(iterations)                                                   \
+                     : [start] "r"(start), [mul] "m"(mul), [add] "m"(add)                     \
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
+                       "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "memory", "cc");          \
+  }
 
-__attribute__((target("avx512f"), noinline)) static void fma_avx512(uint64_t iterations) {
-  float start[ACCUMULATORS], mul = 0.9999999f, add = 1e-7f;
-  for (int i = 0; i < ACCUMULATORS; i++) start[i] = (float)(i + 1);
-#define SET_ZMM(i, reg) "vbroadcastss " #i "*4(%[start]), %%" reg "\n\t"
-  __asm__ volatile(SEED_ACCUMULATORS(SET_ZMM, "zmm")
-                   "vbroadcastss %[mul], %%zmm12\n\t"
-                   "vbroadcastss %[add], %%zmm13\n\t"
-                   ".p2align 5\n"
-                   "1:\n\t" FMA12("vfmadd213ps", "zmm") "dec %[n]\n\t"
-                   "jnz 1b\n\t"
-                   "vzeroupper\n\t"
-                   : [n] "+r"(iterations)
-                   : [start] "r"(start), [mul] "m"(mul), [add] "m"(add)
-                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-                     "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "memory", "cc");
-#undef SET_ZMM
-}
+DEFINE_FMA_KERNEL(fma_avx2, "avx2,fma", "ymm")
+DEFINE_FMA_KERNEL(fma_avx512, "avx512f", "zmm")
 
 /* SSE has no FMA: a multiply and an add per accumulator (2 flops per lane, two
  * instructions), the peak of code that cannot use FMA: twelve chains, each a mulps then an
