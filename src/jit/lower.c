@@ -115,6 +115,19 @@ stax_kir_index_t lower_value_index(lower_t* L, int32_t value, int32_t space_rank
   return index;
 }
 
+int32_t lower_symbolic_order(const lower_t* L, int32_t count, int32_t* order) {
+  int32_t first = -1, n = 0;
+  int64_t best = 1;
+  for (int32_t d = 0; d < count; d++)
+    if (L->dim_params[d] < 0 && L->dims[d] > best) best = L->dims[d], first = d;
+  for (int32_t d = 0; d < count && first < 0; d++)
+    if (L->dim_params[d] >= 0) first = d;
+  if (first >= 0) order[n++] = first;
+  for (int32_t d = 0; d < count; d++)
+    if (d != first) order[n++] = d;
+  return n;
+}
+
 static bool skipped(int32_t v, const int32_t* skip, int32_t skip_count) {
   for (int32_t i = 0; i < skip_count; i++)
     if (skip[i] == v) return true;

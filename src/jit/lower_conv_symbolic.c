@@ -92,8 +92,8 @@ typedef struct sconv_t {
   int64_t phases;
   lower_sym_t phase_length;
   /* Spatial dims with auto_pad SAME and a stride over an open size: their begin pad is the
-   * parameter begin[d] (else begin[d] is the constant pad), and every padded plane is zeroed
-   * before the input is copied in (zero_first). */
+   * parameter begin[d] (set for those dims only), and every padded plane is zeroed before the
+   * input is copied in (zero_first). */
   bool same_open[STAX_MAX_RANK];
   bool zero_first;
   lower_sym_t begin[STAX_MAX_RANK];
@@ -112,6 +112,11 @@ typedef struct sconv_t {
   int64_t when_lo, when_hi;
   int32_t tiles; /* counter for local names */
 } sconv_t;
+
+/* The span of spatial dim d's window: dilation (kernel - 1) + 1. */
+static int64_t window_extent(const stax_window_t* win, int32_t d) {
+  return win->dilations[d] * (win->kernel[d] - 1) + 1;
+}
 
 static lower_sym_t value_stride(sconv_t* c, int32_t v, int32_t d) {
   int32_t p = c->k->buffers[c->L->buffer[v]]->stride_params[d];
@@ -134,7 +139,7 @@ static stax_status_t analyze(sconv_t* c) {
   for (int32_t i = 0; i < g->spatial; i++) {
     bool open = lower_dim_open(L, g->x, 2 + i) || lower_dim_open(L, g->out, 2 + i);
     const stax_window_t* win = &g->window;
-    int64_t stride = win->strides[i], extent = win->dilations[i] * (win->kernel[i] - 1) + 1;
+    int64_t stride = win->strides[i], extent = window_extent(win, i);
     if (!open || win->auto_pad == STAX_AUTO_PAD_NOTSET || win->auto_pad == STAX_AUTO_PAD_VALID ||
         stride == 1 || extent == 1)
       continue; /* fixed pads at every size (a 1-wide window under SAME pads nothing) */
@@ -242,9 +247,6 @@ static void zero_fill(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_
                      stax_kir_float(c->k, STAX_DTYPE_FLOAT32, fill));
 }
 
-/* The innermost dim of a phase-split copy: per phase b, the positions q = S*a + b below the
- * begin pad (zeros: a constant count), inside the input (copied: every S-th input value) and
- * the rest of the phase (zeros), the last two floor expressions of D. */
 /* Zeroes count elements at base unless the plane was zeroed first. */
 static void zero_pads(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* base,
                       lower_sym_t count) {
@@ -279,6 +281,9 @@ static void copy_row_phases_same(sconv_t* c, stax_kir_block_t* block,
   }
 }
 
+/* The innermost dim of a phase-split copy: per phase b, the positions q = S*a + b below the
+ * begin pad (zeros: a constant count), inside the input (copied: every S-th input value) and
+ * the rest of the phase (zeros), the last two floor expressions of D. */
 static void pad_row_phases(sconv_t* c, stax_kir_block_t* block, const stax_kir_index_t* target,
                            const stax_kir_index_t* source) {
   int32_t last = c->last;
@@ -361,13 +366,12 @@ static void emit_pad(sconv_t* c) {
   lower_sym_t padded[STAX_MAX_RANK];
   for (int32_t i = 0; i < c->spatial; i++) {
     if (!c->same_open[i]) {
-      c->begin[i] = lower_sym_const(win->pads[i]);
       padded[i] = lower_sym_derive(c->k, "padded", c->in[i], 1, 0, 1, 0, 0, 0,
                                    win->pads[i] + end_pad(c, i));
       continue;
     }
     /* T = S ceil(D / S) - D + K - S; begin floor(T / 2) (SAME_UPPER) or ceil(T / 2). */
-    int64_t stride = win->strides[i], extent = win->dilations[i] * (win->kernel[i] - 1) + 1;
+    int64_t stride = win->strides[i], extent = window_extent(win, i);
     lower_sym_t total = lower_sym_derive(c->k, "same_pads", c->in[i], stride, stride - 1, stride,
                                          -1, 0, 1, extent - stride);
     c->begin[i] = lower_sym_derive(c->k, "begin_pad", total, 1,
@@ -380,8 +384,7 @@ static void emit_pad(sconv_t* c) {
     /* ceil((S ceil(D / S) + K - S) / S) = ceil(D / S) + ceil((K - S) / S). */
     c->phase_length = lower_sym_derive(
         c->k, "phase_length", c->in[c->last], 1, c->phases - 1, c->phases, 0, 0, 0,
-        stax_ceil_div(win->dilations[c->last] * (win->kernel[c->last] - 1) + 1 - c->phases,
-                      c->phases));
+        stax_ceil_div(window_extent(win, c->last) - c->phases, c->phases));
   else
     c->phase_length = lower_sym_derive(c->k, "phase_length", c->in[c->last], 1,
                                        win->pads[c->last] + end_pad(c, c->last) +

@@ -169,15 +169,9 @@ stax_status_t lower_elementwise_symbolic(lower_t* L) {
     if (buffer < 0 || value->rank == 0 || !(L->uses[v] > 0 || L->producer[v] >= 0)) continue;
     vector = k->buffers[buffer]->stride_params[value->rank - 1] < 0;
   }
-  int32_t order[STAX_MAX_RANK], count = 0, outer = -1;
-  int64_t best = 1;
-  for (int32_t d = 0; d < inner; d++)
-    if (L->dim_params[d] < 0 && L->dims[d] > best) best = L->dims[d], outer = d;
-  for (int32_t d = 0; d < inner && outer < 0; d++)
-    if (L->dim_params[d] >= 0) outer = d;
-  if (outer >= 0) order[count++] = outer;
-  for (int32_t d = 0; d <= inner; d++)
-    if (d != outer) order[count++] = d;
+  int32_t order[STAX_MAX_RANK];
+  int32_t count = inner > 0 ? lower_symbolic_order(L, inner, order) : 0;
+  if (inner >= 0) order[count++] = inner;
   bool first_loop = true;
   for (int32_t i = 0; i < count; i++) {
     int32_t d = order[i];

@@ -100,6 +100,11 @@ bool lower_dim_open(const lower_t* L, int32_t value, int32_t d);
  * (right-aligned; values in the ROW space of a row kernel align to [0, space_rank - 1)).
  * UNIMPLEMENTED when a value is open where the space is not. Values in `skip` (a matmul's
  * operands) are neither read nor tied. */
+/* The loop order of a symbolic nest over the space's first `count` dims: the example's sizes
+ * say nothing about a call's, so the outermost (parallel) loop is the largest fixed dim
+ * (attention's heads: the batch may be 1), else the first open one; then the rest in order.
+ * Writes `order` and returns how many it wrote (count). */
+int32_t lower_symbolic_order(const lower_t* L, int32_t count, int32_t* order);
 STAX_MUST_USE stax_status_t lower_symbolic_space(lower_t* L, int32_t space_rank,
                                                  const int32_t* skip, int32_t skip_count);
 /* ---- symbolic extents (lower_sym.c) -------------------------------------------------------- */

@@ -873,18 +873,18 @@ static void emit_rows_serial(matmul_t* m, int32_t h, int64_t rows_from, int64_t 
  *     overlap iff r is 1, 2, 3 or 5: floor((R + 1) / 2) - floor(R / 3) - floor((R + 2) / 6)
  *     (three terms of the quasi-linear form, kernel_ir.h; no two-term form exists, and two
  *     overlap loops would compile the 4-row tile a third time). */
+enum { REST_TILE_ROWS = 4 };
+
 typedef struct rest_rows_t {
-  int32_t h;
   int32_t count;    /* parameter: the 4-row tiles from base on */
   int32_t base;     /* parameter: MR * floor(R / MR) */
-  int32_t overlap;  /* parameter: 1 when an overlapping tile at R - h is needed */
-  int32_t last_row; /* parameter: R - h */
+  int32_t overlap;  /* parameter: 1 when an overlapping tile at R - 4 is needed */
+  int32_t last_row; /* parameter: R - 4 */
 } rest_rows_t;
 
 static bool rest_rows_params(matmul_t* m, rest_rows_t* r) {
   stax_kir_kernel_t* k = m->k;
   int32_t mr = m->mr;
-  r->h = 4;
   if (mr % 4 == 0) {
     r->count = stax_kir_add_param(k, "rest_tiles", 1, 0, 4, -(mr / 4), 0, mr, 0);
     r->overlap = stax_kir_add_param(k, "last_tile", 1, 3, 4, -1, 0, 4, 0);
@@ -895,7 +895,7 @@ static bool rest_rows_params(matmul_t* m, rest_rows_t* r) {
     if (!stax_kir_param_add_term(k, r->overlap, -1, 2, 6)) return false; /* failed: in the kernel */
   }
   r->base = stax_kir_add_param(k, "rest_row", mr, 0, mr, 0, 0, 0, 0);
-  r->last_row = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -4);
+  r->last_row = stax_kir_add_param(k, "last_row", 1, 0, 1, 0, 0, 0, -REST_TILE_ROWS);
   return r->count >= 0 && r->base >= 0 && r->overlap >= 0 && r->last_row >= 0;
 }
 
@@ -911,17 +911,17 @@ static void emit_rest_rows(matmul_t* m, stax_kir_block_t* block, const rest_rows
   if (!o) return;
   q->extent_param = r->count;
   o->extent_param = r->overlap;
-  stax_kir_index_t row = form_of(m, stax_kir_loop_id(k, q), r->h, 0);
+  stax_kir_index_t row = form_of(m, stax_kir_loop_id(k, q), REST_TILE_ROWS, 0);
   stax_kir_index_add_param(k, &row, r->base, 1);
   stax_kir_index_t last = stax_kir_index_constant(0);
   stax_kir_index_add_param(k, &last, r->last_row, 1);
   if (!every_panel) {
-    emit_tile(m, &q->body, &row, col_base, panel, r->h, m->nr, part);
-    emit_tile(m, &o->body, &last, col_base, panel, r->h, m->nr, part);
+    emit_tile(m, &q->body, &row, col_base, panel, REST_TILE_ROWS, m->nr, part);
+    emit_tile(m, &o->body, &last, col_base, panel, REST_TILE_ROWS, m->nr, part);
     return;
   }
   int32_t saved_mr = m->mr;
-  m->mr = r->h; /* emit_rows_tiles makes tiles of MR rows */
+  m->mr = REST_TILE_ROWS; /* emit_rows_tiles makes tiles of MR rows */
   emit_rows_tiles(m, &q->body, &row, panels > 0, panels, edge_lanes, part);
   emit_rows_tiles(m, &o->body, &last, panels > 0, panels, edge_lanes, part);
   m->mr = saved_mr;
@@ -946,7 +946,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
   stax_kir_block_t* block = stax_kir_add_stage(k, "matmul");
   if (!block) return;
   k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
-  k->stages[k->stage_count - 1]->run_min_rows = rest.h;
+  k->stages[k->stage_count - 1]->run_min_rows = REST_TILE_ROWS;
   if (panels_outer) {
     /* Every row against one panel per task: the panel stays in cache over the rows. */
     if (panels > 0) {
@@ -967,7 +967,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
       stax_kir_block_t* edge = stax_kir_add_stage(k, "matmul_edge");
       if (!edge) return;
       k->stages[k->stage_count - 1]->parallel_min_rows = min_rows;
-      k->stages[k->stage_count - 1]->run_min_rows = rest.h;
+      k->stages[k->stage_count - 1]->run_min_rows = REST_TILE_ROWS;
       stax_kir_loop_t* i = add_loop(m, edge, "i", 0);
       if (!i) return;
       i->extent_param = tiles;
@@ -990,7 +990,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
   if (!panels_outer || edge_lanes) {
     stax_kir_block_t* last_block = stax_kir_add_stage(k, "matmul_last");
     if (!last_block) return;
-    k->stages[k->stage_count - 1]->run_min_rows = rest.h;
+    k->stages[k->stage_count - 1]->run_min_rows = REST_TILE_ROWS;
     emit_rest_rows(m, last_block, &rest, true, NULL, NULL, panels_outer ? 0 : panels, edge_lanes,
                    &all);
   }
@@ -998,7 +998,7 @@ static void emit_compute_rows_generic(matmul_t* m) {
    * calling thread. From h rows on the stages above cover every R (no whole MR tile below
    * MR rows, the small tiles do it all), so no stage of their own is needed for R < MR: one
    * tile variant fewer to compile. */
-  emit_rows_serial(m, 1, 0, rest.h - 1, panels, edge_lanes, &all);
+  emit_rows_serial(m, 1, 0, REST_TILE_ROWS - 1, panels, edge_lanes, &all);
 }
 
 /* The checks a rows-generic matmul needs (see above); UNIMPLEMENTED otherwise. */

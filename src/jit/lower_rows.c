@@ -572,15 +572,7 @@ stax_status_t lower_row_group(lower_t* L) {
   int32_t order[STAX_MAX_RANK], order_count = 0;
   if (group->symbolic) {
     parallel = L->options->thread_count > 1;
-    int32_t first = -1;
-    int64_t best = 1;
-    for (int32_t d = 0; d + 1 < L->rank; d++)
-      if (L->dim_params[d] < 0 && L->dims[d] > best) best = L->dims[d], first = d;
-    for (int32_t d = 0; d + 1 < L->rank && first < 0; d++)
-      if (L->dim_params[d] >= 0) first = d;
-    if (first >= 0) order[order_count++] = first;
-    for (int32_t d = 0; d + 1 < L->rank; d++)
-      if (d != first) order[order_count++] = d;
+    order_count = lower_symbolic_order(L, L->rank - 1, order);
   } else {
     for (int32_t d = 0; d + 1 < L->rank; d++) order[order_count++] = d;
   }
