@@ -189,12 +189,21 @@ typedef struct stax_pool_stats_t {
   uint64_t returns;       /* buffers given back to the pool */
   uint64_t evictions;     /* buffers freed because the pool was full */
   uint64_t bytes_cached;  /* bytes held in free lists now */
+  /* Process-wide: capacity of pooled buffers in use now, its high-water mark, and the
+   * limit in force (the automatic one follows the high-water mark). */
+  uint64_t live_bytes;
+  uint64_t peak_live_bytes;
+  uint64_t limit;
 } stax_pool_stats_t;
 
 stax_pool_stats_t stax_pool_stats(void);
 /* Frees every cached buffer of the calling thread. */
 void stax_pool_trim(void);
-/* Upper bound on bytes one thread's pool caches (default 256 MiB). */
+/* Upper bound on bytes one thread's pool caches. By default (STAX_POOL_LIMIT_AUTO) it is the
+ * larger of 256 MiB and the most bytes of pooled buffers ever live at once, so a workload's
+ * largest call finds its buffers cached instead of mapping (and page-faulting) them again;
+ * any other value is a hard cap (0: cache nothing). */
+#define STAX_POOL_LIMIT_AUTO UINT64_MAX
 void stax_pool_set_limit(uint64_t bytes);
 
 /* ---------------------------------------------------------------------------------------- */

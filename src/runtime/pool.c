@@ -7,6 +7,14 @@
  * size class (newest first, so a hit reuses warm memory) and the thread's recency list
  * (eviction takes the oldest, so sizes a workload stopped using are the ones dropped).
  *
+ * The byte limit is automatic unless set: the larger of 256 MiB and the most bytes of pooled
+ * buffers ever live at once in the process. A workload whose calls hold more than 256 MiB at
+ * once (a BERT layer at 8 x 512: two 96 MiB score tensors, the FFN's 48 MiB) otherwise frees
+ * its largest blocks at the end of every call and maps them again on the next, and the
+ * fresh pages fault in: 6,000-7,000 faults (25-30 MiB) per large call of a stream of
+ * changing shapes, measured; ONNX Runtime's arena keeps its high-water mark too. An explicit
+ * stax_pool_set_limit is a hard cap.
+ *
  * Nothing is reported as leaked at exit: a pthread key destructor frees a thread's cache when
  * the thread ends, and an atexit handler frees the exiting thread's (the main thread does not
  * run key destructors). Buffers released after either simply free their block. */
@@ -19,6 +27,8 @@
 #define STAX_POOL_SMALLEST_CLASS_SHIFT 6 /* 64 bytes */
 #define STAX_POOL_CLASS_COUNT 40         /* up to 64 B << 39 = 32 TiB */
 #define STAX_POOL_DEFAULT_LIMIT (UINT64_C(256) << 20)
+/* Requests of at least this capacity may take a cached block of the next class up. */
+#define STAX_POOL_UP_CLASS_MIN ((size_t)1 << 20)
 
 typedef struct stax_pool_block_s stax_pool_block_t;
 struct stax_pool_block_s {
@@ -51,7 +61,31 @@ static _Thread_local stax_thread_cache_state_t stax_thread_cache_state_ = STAX_T
 static pthread_once_t stax_pool_once_ = PTHREAD_ONCE_INIT;
 static pthread_key_t stax_pool_key_;
 static bool stax_pool_key_ready_ = false;
-static _Atomic uint64_t stax_pool_limit_ = STAX_POOL_DEFAULT_LIMIT;
+/* STAX_POOL_LIMIT_AUTO, or the cap the user set. */
+static _Atomic uint64_t stax_pool_limit_ = STAX_POOL_LIMIT_AUTO;
+/* Capacity of pooled buffers handed out and not yet returned, over every thread, and its
+ * high-water mark (what the automatic limit follows). */
+static _Atomic uint64_t stax_pool_live_bytes_ = 0;
+static _Atomic uint64_t stax_pool_peak_live_bytes_ = 0;
+
+static uint64_t stax_pool_limit(void) {
+  uint64_t limit = atomic_load_explicit(&stax_pool_limit_, memory_order_relaxed);
+  if (limit != STAX_POOL_LIMIT_AUTO) return limit;
+  uint64_t peak = atomic_load_explicit(&stax_pool_peak_live_bytes_, memory_order_relaxed);
+  peak *= 2;
+  return peak > STAX_POOL_DEFAULT_LIMIT ? peak : STAX_POOL_DEFAULT_LIMIT;
+}
+
+static void stax_pool_count_out(size_t capacity) {
+  uint64_t live =
+      atomic_fetch_add_explicit(&stax_pool_live_bytes_, capacity, memory_order_relaxed) +
+      capacity;
+  uint64_t peak = atomic_load_explicit(&stax_pool_peak_live_bytes_, memory_order_relaxed);
+  while (live > peak && !atomic_compare_exchange_weak_explicit(&stax_pool_peak_live_bytes_,
+                                                               &peak, live, memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+  }
+}
 
 static stax_allocator_t stax_pool_allocator(void) { return stax_allocator_system(); }
 
@@ -188,8 +222,20 @@ stax_status_t stax_buffer_allocate_pooled(size_t size_bytes, stax_buffer_t** out
   size_t capacity = (size_t)1 << (k + STAX_POOL_SMALLEST_CLASS_SHIFT);
   stax_thread_cache_t* cache = stax_pool_current_cache(true);
   void* block = NULL;
+  /* A large request may take a block of the next class up: a stream of changing shapes
+   * moves its largest tensors between neighbouring classes from call to call, and a block
+   * twice too large costs nothing that is not already resident, where a fresh one faults in
+   * every page. */
+  int32_t hit_class = -1;
   if (cache && cache->class_newest[k]) {
-    stax_pool_block_t* cached = cache->class_newest[k];
+    hit_class = k;
+  } else if (cache && capacity >= STAX_POOL_UP_CLASS_MIN && k + 1 < STAX_POOL_CLASS_COUNT &&
+             cache->class_newest[k + 1]) {
+    hit_class = k + 1;
+  }
+  if (hit_class >= 0) {
+    stax_pool_block_t* cached = cache->class_newest[hit_class];
+    capacity = cached->capacity;
     stax_cache_unlink(cache, cached);
     cache->stats.hits++;
     block = cached;
@@ -206,6 +252,7 @@ stax_status_t stax_buffer_allocate_pooled(size_t size_bytes, stax_buffer_t** out
     }
     STAX_RETURN_IF_ERROR(status, "while allocating a pooled buffer of %zu bytes", size_bytes);
   }
+  stax_pool_count_out(capacity);
   stax_buffer_t* buffer = (stax_buffer_t*)block;
   stax_buffer_init_block(buffer, stax_pool_allocator(), size_bytes, capacity, true);
   *out_buffer = buffer;
@@ -215,12 +262,13 @@ stax_status_t stax_buffer_allocate_pooled(size_t size_bytes, stax_buffer_t** out
 void stax_pool_take_back(stax_buffer_t* buffer) {
   size_t capacity = buffer->capacity;
   void* block = buffer;
+  atomic_fetch_sub_explicit(&stax_pool_live_bytes_, capacity, memory_order_relaxed);
   stax_thread_cache_t* cache = stax_pool_current_cache(true);
   if (cache == NULL) {
     stax_pool_free_block(block, capacity);
     return;
   }
-  uint64_t limit = atomic_load_explicit(&stax_pool_limit_, memory_order_relaxed);
+  uint64_t limit = stax_pool_limit();
   if (capacity > limit) {
     cache->stats.evictions++;
     stax_pool_free_block(block, capacity);
@@ -238,11 +286,17 @@ void stax_pool_take_back(stax_buffer_t* buffer) {
 /* ---- public controls ---------------------------------------------------------------------- */
 
 stax_pool_stats_t stax_pool_stats(void) {
+  stax_pool_stats_t stats;
   stax_thread_cache_t* cache = stax_pool_current_cache(false);
-  if (cache) return cache->stats;
-  stax_pool_stats_t none;
-  memset(&none, 0, sizeof(none));
-  return none;
+  if (cache) {
+    stats = cache->stats;
+  } else {
+    memset(&stats, 0, sizeof(stats));
+  }
+  stats.live_bytes = atomic_load_explicit(&stax_pool_live_bytes_, memory_order_relaxed);
+  stats.peak_live_bytes = atomic_load_explicit(&stax_pool_peak_live_bytes_, memory_order_relaxed);
+  stats.limit = stax_pool_limit();
+  return stats;
 }
 
 void stax_pool_trim(void) {
@@ -253,8 +307,9 @@ void stax_pool_trim(void) {
 void stax_pool_set_limit(uint64_t bytes) {
   atomic_store_explicit(&stax_pool_limit_, bytes, memory_order_relaxed);
   /* Other threads shrink on their next return; the caller's pool shrinks now. */
+  uint64_t limit = stax_pool_limit();
   stax_thread_cache_t* cache = stax_pool_current_cache(false);
   if (cache) {
-    while (cache->stats.bytes_cached > bytes) stax_cache_evict_oldest(cache);
+    while (cache->stats.bytes_cached > limit) stax_cache_evict_oldest(cache);
   }
 }

@@ -238,6 +238,17 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
     fprintf(out, ",\n  \"memory\": ");
     STAX_RETURN_IF_ERROR(stax_context_memory_stats_json(ctx, out));
   }
+  /* The buffer pool of the thread writing the statistics (the one that ran the calls, for
+   * `stax run`); live and peak bytes are process-wide. */
+  stax_pool_stats_t pool = stax_pool_stats();
+  fprintf(out,
+          ",\n  \"pool\": {\"hits\": %llu, \"misses\": %llu, \"returns\": %llu, "
+          "\"evictions\": %llu, \"bytes_cached\": %llu, \"live_bytes\": %llu, "
+          "\"peak_live_bytes\": %llu, \"limit\": %llu}",
+          (unsigned long long)pool.hits, (unsigned long long)pool.misses,
+          (unsigned long long)pool.returns, (unsigned long long)pool.evictions,
+          (unsigned long long)pool.bytes_cached, (unsigned long long)pool.live_bytes,
+          (unsigned long long)pool.peak_live_bytes, (unsigned long long)pool.limit);
   fprintf(out, "\n}\n");
   return STAX_OK;
 }

@@ -46,6 +46,14 @@ def test_jit_modes_agree_with_interpreter(stax_bin, tmp_path):
     stats = json.loads((tmp_path / "stats_sync.json").read_text())
     text = json.dumps(stats)
     assert "hits" in text and "compiles" in text
+    # The buffer pool: the compiled segment's values come from it, and every buffer taken
+    # went back (outputs were written and dropped) or is still live.
+    pool = stats["pool"]
+    assert pool["hits"] + pool["misses"] >= 5
+    assert pool["returns"] <= pool["hits"] + pool["misses"]
+    assert pool["peak_live_bytes"] >= pool["live_bytes"]
+    assert pool["peak_live_bytes"] > 0
+    assert pool["limit"] == max(256 << 20, 2 * pool["peak_live_bytes"])
 
 
 def test_jit_verify_mode(stax_bin, tmp_path):

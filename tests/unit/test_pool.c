@@ -1,5 +1,5 @@
 /* Tests for the thread-local buffer pool: hit/miss/return statistics, size classes, the byte
- * limit and its eviction order, trimming, cross-thread returns, and clean thread exit (the
+ * limit and its eviction order, the automatic limit and next-class hits, trimming, cross-thread returns, and clean thread exit (the
  * leak checker fails this executable if cached blocks outlive their thread or the process). */
 #include <pthread.h>
 
@@ -106,7 +106,7 @@ static void test_limit_eviction(void) {
   stax_buffer_t* uncached = pooled(64);
   stax_buffer_release(uncached);
   CHECK_EQ_INT(stax_pool_stats().bytes_cached, 0);
-  stax_pool_set_limit(UINT64_C(256) << 20);
+  stax_pool_set_limit(STAX_POOL_LIMIT_AUTO);
 }
 
 static void test_too_large(void) {
@@ -154,6 +154,81 @@ static void test_cross_thread_return(void) {
   CHECK_EQ_INT(after.bytes_cached, 0);
 }
 
+/* The automatic limit is the larger of 256 MiB and twice the most bytes ever live at once;
+ * blocks are only reserved address space until written, so these large ones cost nothing. */
+static void test_auto_limit_follows_peak(void) {
+  stax_pool_set_limit(STAX_POOL_LIMIT_AUTO);
+  stax_pool_trim();
+  const uint64_t mib = UINT64_C(1) << 20;
+  stax_pool_stats_t s = stax_pool_stats();
+  CHECK_EQ_INT(s.live_bytes, 0);
+  uint64_t expected = 2 * s.peak_live_bytes > 256 * mib ? 2 * s.peak_live_bytes : 256 * mib;
+  CHECK_EQ_INT(s.limit, expected);
+
+  /* A call holding 384 MiB at once: above the 256 MiB floor. */
+  stax_buffer_t* big[3];
+  for (int i = 0; i < 3; i++) big[i] = pooled(128 * mib);
+  s = stax_pool_stats();
+  CHECK_EQ_INT(s.live_bytes, 384 * mib);
+  CHECK(s.peak_live_bytes >= 384 * mib);
+  CHECK_EQ_INT(s.limit, 2 * s.peak_live_bytes);
+  stax_pool_stats_t before = s;
+  for (int i = 0; i < 3; i++) stax_buffer_release(big[i]);
+  s = stax_pool_stats();
+  CHECK_EQ_INT(s.live_bytes, 0);
+  /* All three stay cached (a fixed 256 MiB cap would have freed them), so the next call of
+   * that size maps nothing. */
+  CHECK_EQ_INT(s.evictions - before.evictions, 0);
+  CHECK_EQ_INT(s.bytes_cached, 384 * mib);
+  for (int i = 0; i < 3; i++) big[i] = pooled(128 * mib - 100);
+  CHECK_EQ_INT(stax_pool_stats().hits - s.hits, 3);
+  CHECK_EQ_INT(stax_pool_stats().misses - s.misses, 0);
+  for (int i = 0; i < 3; i++) stax_buffer_release(big[i]);
+
+  /* An explicit limit is a hard cap again, whatever the peak. */
+  stax_pool_set_limit(64 * mib);
+  s = stax_pool_stats();
+  CHECK_EQ_INT(s.limit, 64 * mib);
+  CHECK(s.bytes_cached <= 64 * mib);
+  stax_pool_set_limit(STAX_POOL_LIMIT_AUTO);
+  stax_pool_trim();
+}
+
+/* From 1 MiB up a request may take a cached block of the next class; smaller ones never. */
+static void test_next_class_up(void) {
+  stax_pool_set_limit(STAX_POOL_LIMIT_AUTO);
+  stax_pool_trim();
+  const size_t mib = (size_t)1 << 20;
+  stax_buffer_t* four = pooled(3 * mib); /* the 4 MiB class */
+  void* data = stax_buffer_data(four);
+  stax_buffer_release(four);
+  stax_pool_stats_t before = stax_pool_stats();
+  stax_buffer_t* two = pooled(2 * mib - 5); /* the 2 MiB class, empty: takes the 4 MiB block */
+  stax_pool_stats_t s = stax_pool_stats();
+  CHECK_EQ_INT(s.hits - before.hits, 1);
+  CHECK_EQ_INT(s.misses - before.misses, 0);
+  CHECK(stax_buffer_data(two) == data);
+  CHECK_EQ_INT(two->capacity, 4 * mib);
+  CHECK_EQ_INT(stax_buffer_size(two), 2 * mib - 5);
+  stax_buffer_release(two);
+  s = stax_pool_stats();
+  CHECK_EQ_INT(s.bytes_cached, 4 * mib); /* back in its own (4 MiB) class */
+  /* Two classes up is too wasteful: a 1 MiB request misses. */
+  stax_buffer_t* one = pooled(mib);
+  CHECK_EQ_INT(stax_pool_stats().misses - s.misses, 1);
+  CHECK_EQ_INT(one->capacity, mib);
+  stax_buffer_release(one);
+  /* Small requests keep their class: a cached 256-byte block does not serve 100 bytes. */
+  stax_pool_trim();
+  stax_buffer_release(pooled(200));
+  s = stax_pool_stats();
+  stax_buffer_t* small = pooled(100);
+  CHECK_EQ_INT(stax_pool_stats().misses - s.misses, 1);
+  CHECK_EQ_INT(small->capacity, 128);
+  stax_buffer_release(small);
+  stax_pool_trim();
+}
+
 /* Pooled buffers back tensors like any other. */
 static void test_pooled_tensor(void) {
   stax_buffer_t* buffer = pooled(6 * sizeof(float));
@@ -171,4 +246,5 @@ static void test_pooled_tensor(void) {
 
 STAX_TEST_MAIN(STAX_TEST(test_hits_misses_returns), STAX_TEST(test_limit_eviction),
                STAX_TEST(test_too_large), STAX_TEST(test_cross_thread_return),
+               STAX_TEST(test_auto_limit_follows_peak), STAX_TEST(test_next_class_up),
                STAX_TEST(test_pooled_tensor))
