@@ -1,8 +1,9 @@
 """The `stax` console script: runs the command-line program the package build bundles.
 
 `pip install` builds the C command-line program (CMake target stax_cli, the same program as
-`build/stax`) next to the extension, as stax/_bin/stax, and installs this module's
-:func:`main` as the `stax` command. The script replaces itself with that program (exec), so
+`build/stax`) next to the extension, as stax/_bin/stax. The `stax` command is the top-level
+module _stax_cli (which does not import this package, for start-up time); it hands `stax
+report` and a missing program to :func:`main` here, which `python -m stax` also runs. The script replaces itself with that program (exec), so
 arguments, output, exit status and signals are exactly the program's. One command is the
 Python package's own: `stax report` (stax._report: plots drawn with matplotlib).
 """

@@ -54,7 +54,8 @@ static void print_run_help(FILE* f) {
           "\n"
           "Execution:\n"
           "  -o OUTDIR        where outputs go (created if missing); without it, outputs are\n"
-          "                   summarised on stdout only (the last call's)\n"
+          "                   summarised on stdout only (the last call's; on stderr when\n"
+          "                   --stats-json writes to stdout, so stdout is the JSON alone)\n"
           "  --dispatch MODE  interpreter dispatch: goto (default) or switch\n"
           "  --jit MODE       on (default: compile hot segments in the background; compiles\n"
           "                   in flight at the end are finished, for the object cache), sync\n"
@@ -134,11 +135,11 @@ static stax_status_t make_folders(const char* path) {
   return STAX_OK;
 }
 
-static void summarise_tensor(const char* name, const stax_tensor_t* tensor) {
-  printf("%s: %s[", name, stax_dtype_name(stax_tensor_dtype(tensor)));
+static void summarise_tensor(FILE* out, const char* name, const stax_tensor_t* tensor) {
+  fprintf(out, "%s: %s[", name, stax_dtype_name(stax_tensor_dtype(tensor)));
   for (int32_t d = 0; d < stax_tensor_rank(tensor); d++)
-    printf("%s%lld", d ? ", " : "", (long long)stax_tensor_dims(tensor)[d]);
-  printf("]\n");
+    fprintf(out, "%s%lld", d ? ", " : "", (long long)stax_tensor_dims(tensor)[d]);
+  fprintf(out, "]\n");
 }
 
 /* ---- where each call's inputs come from ---------------------------------------------------- */
@@ -671,6 +672,8 @@ int stax_cli_run(int argc, char** argv) {
     status = make_folders(args.out_dir);
     if (status) goto cleanup;
   }
+  /* With --stats-json - stdout is the JSON alone (for a pipe into a JSON reader). */
+  FILE* summary = args.stats_path && strcmp(args.stats_path, "-") == 0 ? stderr : stdout;
   for (int32_t o = 0; o < output_count; o++) {
     const char* name = stax_program_output_name(model.program, o);
     char file_name[256], file_path[4096];
@@ -678,12 +681,12 @@ int stax_cli_run(int argc, char** argv) {
     if (stax_tensor_is_sequence(outputs[o])) {
       /* A sequence output: one line, and one file per element (<name>_<k>.npy). */
       int64_t length = stax_sequence_length(outputs[o]);
-      printf("%s: a sequence of %lld %s tensors\n", name, (long long)length,
+      fprintf(summary, "%s: a sequence of %lld %s tensors\n", name, (long long)length,
              stax_dtype_name(stax_tensor_dtype(outputs[o])));
       for (int64_t k = 0; k < length; k++) {
         char element_name[300];
         snprintf(element_name, sizeof(element_name), "%s[%lld]", name, (long long)k);
-        summarise_tensor(element_name, stax_sequence_at(outputs[o], k));
+        summarise_tensor(summary, element_name, stax_sequence_at(outputs[o], k));
         if (!args.out_dir) continue;
         snprintf(file_path, sizeof(file_path), "%s/%s_%lld.npy", args.out_dir, file_name,
                  (long long)k);
@@ -692,7 +695,7 @@ int stax_cli_run(int argc, char** argv) {
       }
       continue;
     }
-    summarise_tensor(name, outputs[o]);
+    summarise_tensor(summary, name, outputs[o]);
     if (!args.out_dir) continue;
     snprintf(file_path, sizeof(file_path), "%s/%s.npy", args.out_dir, file_name);
     status = stax_npy_save(outputs[o], file_path);

@@ -104,3 +104,15 @@ def test_missing_jit_backend_warns_once(stax_bin, tmp_path):
     assert r.returncode == 0 and "JIT is unavailable" not in r.stderr, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "none" / "y.npy"),
                                   np.load(tmp_path / "off" / "y.npy"))
+
+
+def test_stats_json_on_stdout_is_the_json_alone(stax_bin, tmp_path):
+    """`--stats-json -`: stdout parses as one JSON document; the outputs' summary moves to
+    stderr."""
+    model, inputs = setup_s1(tmp_path)
+    r = run(stax_bin, "run", model, *inputs, "--repeat", "2", "--jit=off", "--stats-json", "-")
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)
+    assert stats["per_call"]["calls"] == 2
+    assert "y: float32[" in r.stderr
+    assert "y: float32[" not in r.stdout

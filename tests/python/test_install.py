@@ -110,6 +110,24 @@ def test_console_script_runs_the_bundled_program():
     assert r.returncode == 0 and r.stdout.startswith("stax ")
 
 
+def test_console_script_does_not_import_the_package():
+    """The launcher finds the program without running the package's __init__ (numpy and the
+    extension: ~150 ms before the program starts), and hands `report` and a missing program
+    to the package."""
+    import sys
+    code = ("import sys, _stax_cli; d = _stax_cli._package_dir(); "
+            "print(d is not None and (d / '__init__.py').exists(), 'stax' in sys.modules, "
+            "'numpy' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "False", "False"]
+    r = subprocess.run([sys.executable, "-m", "_stax_cli", "report", "--help"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "usage" in (r.stdout + r.stderr).lower()
+
+
 def test_console_script_without_the_program_says_so(tmp_path, monkeypatch, capsys):
     import sys
     sys.path.insert(0, str(REPO / "python"))

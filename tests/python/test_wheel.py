@@ -113,7 +113,8 @@ def test_the_wheel_holds_the_library_program_and_console_script(wheel):
         mode = z.getinfo("stax/_bin/stax").external_attr >> 16
         assert mode & 0o111, oct(mode)  # installed executable
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-        assert "stax = stax._cli:main" in z.read(entry_points).decode()
+        assert "stax = _stax_cli:main" in z.read(entry_points).decode()
+        assert "_stax_cli.py" in names, names
         metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         assert "Requires-Dist: numpy" in metadata
         assert "Provides-Extra: serve" in metadata
