@@ -116,3 +116,21 @@ def test_stats_json_on_stdout_is_the_json_alone(stax_bin, tmp_path):
     assert stats["per_call"]["calls"] == 2
     assert "y: float32[" in r.stderr
     assert "y: float32[" not in r.stdout
+
+
+def test_compiled_calls_allocate_nothing_in_steady_state(stax_bin, tmp_path):
+    """Compiled segments take their values from the buffer pool (docs/memory.md): once the
+    shapes of a stream have been seen, every call is served by pool hits, so 25 calls cycling
+    two shapes miss exactly as often as 5 do (no malloc, no fresh pages)."""
+    model, inputs = setup_s1(tmp_path)
+    pools = {}
+    for repeat in (5, 25):
+        r = run(stax_bin, "run", model, *inputs, "--repeat", str(repeat), "--jit=sync",
+                "--stats-json", "-")
+        assert r.returncode == 0, r.stderr
+        stats = json.loads(r.stdout)
+        assert stats["calls"]["compiled"] >= repeat - 2, stats["calls"]
+        pools[repeat] = stats["pool"]
+    assert pools[25]["misses"] == pools[5]["misses"], pools
+    assert pools[25]["hits"] > pools[5]["hits"], pools
+    assert pools[25]["evictions"] == 0 and pools[25]["live_bytes"] == 0, pools
