@@ -59,7 +59,9 @@ static void jit_plan_free(jit_plan* plan) {
   free(plan->bcast_pinned);
   free(plan->alloc_words);
   free(plan->alloc_group);
+  free(plan->alloc_before);
   free(plan->free_regs);
+  free(plan->free_after);
   free(plan->pre_words);
   free(plan->post_words);
   free(plan->post_after);
@@ -93,6 +95,68 @@ static int32_t jit_find(const int32_t* list, int32_t count, int32_t value) {
   } while (0)
 
 /* Builds the plan of a segment (under the cache lock, once). */
+/* Registers post instruction `w` reads: a stored value, a view's source and a reshape's shape
+ * register. Returns how many (at most 2). */
+static int32_t jit_post_sources(const int32_t* code, int32_t w, int32_t out[2]) {
+  int32_t opcode = code[w] & STAX_VM_OPCODE_MASK;
+  if (opcode == STAX_VM_OP_STORE_TENSOR) {
+    out[0] = code[w + STAX_VM_HEADER_WORDS];
+    return 1;
+  }
+  out[0] = code[w + STAX_VM_HEADER_WORDS + 1];
+  if (opcode == STAX_VM_OP_RESHAPE_VIEW && code[w + STAX_VM_HEADER_WORDS + 3] >= 0) {
+    out[1] = code[w + STAX_VM_HEADER_WORDS + 3];
+    return 2;
+  }
+  return 1;
+}
+
+/* alloc_before and free_after (jit_tier_internal.h). A register allocated or freed twice in
+ * the segment (never emitted today) keeps the old schedule: every ALLOC first, every FREE
+ * last. False when out of memory. */
+static bool jit_plan_lifetimes(const int32_t* code, jit_plan* plan, const int32_t* written,
+                               int32_t written_count) {
+  int32_t last = plan->group_count - 1;
+  plan->alloc_before = calloc((size_t)(plan->alloc_count > 0 ? plan->alloc_count : 1), sizeof(int32_t));
+  plan->free_after = calloc((size_t)(plan->free_count > 0 ? plan->free_count : 1), sizeof(int32_t));
+  if (!plan->alloc_before || !plan->free_after) return false;
+  bool unique = true;
+  for (int32_t a = 0; a < plan->alloc_count && unique; a++)
+    for (int32_t b = 0; b < a && unique; b++)
+      unique = code[plan->alloc_words[a] + STAX_VM_HEADER_WORDS] !=
+               code[plan->alloc_words[b] + STAX_VM_HEADER_WORDS];
+  for (int32_t f = 0; f < plan->free_count && unique; f++)
+    unique = jit_find(plan->free_regs, f, plan->free_regs[f]) < 0;
+  for (int32_t a = 0; a < plan->alloc_count; a++) {
+    int32_t reg = code[plan->alloc_words[a] + STAX_VM_HEADER_WORDS];
+    int32_t first = 0;
+    for (int32_t g = 0; unique && g < plan->group_count; g++)
+      if (jit_find(plan->groups[g].value_regs, plan->groups[g].value_count, reg) >= 0) {
+        first = g;
+        break;
+      }
+    plan->alloc_before[a] = first;
+  }
+  for (int32_t f = 0; f < plan->free_count; f++) {
+    int32_t reg = plan->free_regs[f];
+    plan->free_after[f] = last;
+    if (!unique || jit_find(written, written_count, reg) < 0) continue;
+    int32_t after = 0;
+    for (int32_t g = 0; g < plan->group_count; g++)
+      if (jit_find(plan->groups[g].value_regs, plan->groups[g].value_count, reg) >= 0) after = g;
+    for (int32_t p = 0; p < plan->post_count; p++) {
+      int32_t sources[2];
+      int32_t n = jit_post_sources(code, plan->post_words[p], sources);
+      if (jit_find(sources, n, reg) < 0) continue;
+      /* A view made after the last group runs at the end: so must the FREE. */
+      int32_t at = plan->post_after[p] >= last ? last : plan->post_after[p];
+      if (at > after) after = at;
+    }
+    plan->free_after[f] = after;
+  }
+  return true;
+}
+
 static void jit_plan_build(const stax_program_t* program, const int32_t* word_of, int32_t s,
                            jit_plan* plan) {
   const stax_vm_segment_t* seg = &program->segments[s];
@@ -288,6 +352,7 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       if (v >= 0 && plan->groups[g].roles[v] == JIT_ROLE_TEMP) plan->alloc_group[a] = g;
     }
   }
+  if (!jit_plan_lifetimes(code, plan, written, written_count)) goto oom;
   plan->state = PLAN_OK;
   free(computes);
   free(written);
@@ -1535,17 +1600,23 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
   const int32_t* code = ctx->program->code;
   *out_ran = false;
   frame->last_kernels_ran = 0;
-  for (int32_t a = 0; a < plan->alloc_count; a++) {
-    /* Temporaries of compiled groups are never materialized. */
-    if (plan->alloc_group[a] >= 0 && kernels[plan->alloc_group[a]]) continue;
-    STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->alloc_words[a]));
-  }
   int32_t post = 0;
   for (int32_t g = 0; g < plan->group_count; g++) {
     const jit_group_plan* gp = &plan->groups[g];
-    if (g > 0) /* views of earlier results that this or a later group reads */
+    if (g > 0) { /* views of earlier results that this or a later group reads */
       for (; post < plan->post_count && plan->post_after[post] < g; post++)
         STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->post_words[post]));
+      /* Values nothing reads from here on go back to the pool (docs/jit.md). */
+      if (run_frees)
+        for (int32_t f = 0; f < plan->free_count; f++)
+          if (plan->free_after[f] == g - 1) stax_vm_take_register(ctx, plan->free_regs[f], NULL);
+    }
+    for (int32_t a = 0; a < plan->alloc_count; a++) {
+      if (plan->alloc_before[a] != g) continue;
+      /* Temporaries of compiled groups are never materialized. */
+      if (plan->alloc_group[a] >= 0 && kernels[plan->alloc_group[a]]) continue;
+      STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->alloc_words[a]));
+    }
     if (!kernels[g]) { /* the backend refused this group: interpret its nodes */
       for (int32_t n = 0; n < gp->node_count; n++)
         STAX_RETURN_IF_ERROR(jit_exec_traced(ctx, code + gp->node_words[n]));
@@ -1606,7 +1677,9 @@ stax_status_t stax_vm_jit_run_kernels(stax_context_t* ctx, const jit_plan* plan,
   for (int32_t p = post; p < plan->post_count; p++)
     STAX_RETURN_IF_ERROR(stax_vm_jit_exec_one(ctx, code + plan->post_words[p]));
   if (run_frees)
-    for (int32_t f = 0; f < plan->free_count; f++) stax_vm_take_register(ctx, plan->free_regs[f], NULL);
+    for (int32_t f = 0; f < plan->free_count; f++)
+      if (plan->free_after[f] == plan->group_count - 1)
+        stax_vm_take_register(ctx, plan->free_regs[f], NULL);
   *out_ran = true;
   return STAX_OK;
 }

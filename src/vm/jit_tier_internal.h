@@ -66,8 +66,18 @@ typedef struct jit_plan {
   /* Per ALLOC: the group whose temporary it allocates (a hit skips it unless that group is
    * interpreted), or -1 (always run). */
   int32_t* alloc_group;
+  /* Per ALLOC: the first group that references its register (it runs just before that
+   * group). Per FREE: the last group that reads its register, directly or through a view
+   * made between groups (it runs before the next group, after the views between them;
+   * group_count - 1: at the end; registers from outside the segment always at the end, so
+   * an interpreter re-run from the segment's start still finds them). So a compiled call
+   * holds only the values live at each group, and the buffer pool hands a freed,
+   * cache-warm block to the next value of its class, instead of every value of the segment
+   * being live, and mostly cold, for the whole call. */
+  int32_t* alloc_before;
   int32_t free_count;
   int32_t* free_regs;
+  int32_t* free_after;
   /* Views, moves and constant loads: run with interpreter semantics before the kernels (pre:
    * their source is not computed in the segment) or after them (post: they view a result and
    * no compute of the segment reads them). */

@@ -134,3 +134,39 @@ def test_compiled_calls_allocate_nothing_in_steady_state(stax_bin, tmp_path):
     assert pools[25]["misses"] == pools[5]["misses"], pools
     assert pools[25]["hits"] > pools[5]["hits"], pools
     assert pools[25]["evictions"] == 0 and pools[25]["live_bytes"] == 0, pools
+
+
+def test_compiled_values_live_only_while_read(stax_bin, tmp_path):
+    """A compiled segment allocates each value just before the group that writes it and frees
+    it after the last group that reads it (docs/jit.md, "Tiering"): a chain of five MatMul +
+    Relu groups holds at most two of its [64, 256] values at once, not all five, and gives
+    the interpreter's answers."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    nodes, inits, prev = [], [], "x"
+    for i in range(5):
+        w = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
+        nodes.append(helper.make_node("Relu", [f"m{i}"], [f"h{i}" if i < 4 else "y"]))
+        prev = f"h{i}"
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["M", 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", 256])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "chain.onnx")
+    np.save(tmp_path / "x.npy", rng.standard_normal((64, 256)).astype(np.float32))
+    outputs = {}
+    for mode in ("off", "sync"):
+        r = run(stax_bin, "run", tmp_path / "chain.onnx", "-i", f"x={tmp_path / 'x.npy'}",
+                "--repeat", "4", f"--jit={mode}", "-o", tmp_path / mode,
+                "--stats-json", tmp_path / f"{mode}.json")
+        assert r.returncode == 0, r.stderr
+        outputs[mode] = np.load(tmp_path / mode / "y.npy")
+    np.testing.assert_allclose(outputs["sync"], outputs["off"], rtol=1e-4, atol=1e-5)
+    stats = json.loads((tmp_path / "sync.json").read_text())
+    assert stats["calls"]["compiled"] >= 2, stats["calls"]
+    value_bytes = 64 * 256 * 4
+    assert stats["pool"]["peak_live_bytes"] >= 2 * value_bytes, stats["pool"]
+    assert stats["pool"]["peak_live_bytes"] <= 2 * value_bytes, stats["pool"]
