@@ -7,8 +7,11 @@
  * size class (newest first, so a hit reuses warm memory) and the thread's recency list
  * (eviction takes the oldest, so sizes a workload stopped using are the ones dropped).
  *
- * The byte limit is automatic unless set: the larger of 256 MiB and the most bytes of pooled
- * buffers ever live at once in the process. A workload whose calls hold more than 256 MiB at
+ * The byte limit is automatic unless set: the larger of 256 MiB and twice the most bytes of
+ * pooled buffers ever live at once in the process (twice: a stream of shapes moves its
+ * tensors between size classes, and the classes the next call needs must survive beside the
+ * ones the last call used; with the peak alone, S2-like streams still evicted a block on most
+ * misses). A workload whose calls hold more than 256 MiB at
  * once (a BERT layer at 8 x 512: two 96 MiB score tensors, the FFN's 48 MiB) otherwise frees
  * its largest blocks at the end of every call and maps them again on the next, and the
  * fresh pages fault in: 6,000-7,000 faults (25-30 MiB) per large call of a stream of
