@@ -21,6 +21,15 @@ def _package_dir():
     return pathlib.Path(list(spec.submodule_search_locations)[0])
 
 
+def exec_program(program, args):
+    """Replaces this process with `program args...` (flushing Python's buffers first), so its
+    arguments, output, exit status and signals are the program's. Returns only by raising."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(str(program), [str(program), *args])
+    return 127  # not reached: execv returns only by raising
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else list(argv)
     package = _package_dir()
@@ -29,10 +38,7 @@ def main(argv=None):
         # stax report, or a message about the missing program: the package's own code.
         from stax._cli import main as package_main
         return package_main(args)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(str(program), [str(program), *args])
-    return 127  # not reached: execv returns only by raising
+    return exec_program(program, args)
 
 
 if __name__ == "__main__":

@@ -36,10 +36,8 @@ def main(argv=None):
             "missing); reinstall the package with pip, or run build/stax from a source "
             "build (make build)\n")
         return 127
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(str(program), [str(program), *args])
-    return 127  # not reached: execv returns only by raising
+    from _stax_cli import exec_program  # beside the package: python/, or site-packages
+    return exec_program(program, args)
 
 
 if __name__ == "__main__":
