@@ -147,7 +147,12 @@ static bool jit_plan_lifetimes(const int32_t* code, jit_plan* plan, const int32_
     for (int32_t p = 0; p < plan->post_count; p++) {
       int32_t sources[2];
       int32_t n = jit_post_sources(code, plan->post_words[p], sources);
-      if (jit_find(sources, n, reg) < 0) continue;
+      /* The view that makes a register counts as a use too, so one nothing reads is freed
+       * after it is made, not before. */
+      int32_t w = plan->post_words[p];
+      bool makes = (code[w] & STAX_VM_OPCODE_MASK) != STAX_VM_OP_STORE_TENSOR &&
+                   code[w + STAX_VM_HEADER_WORDS] == reg;
+      if (!makes && jit_find(sources, n, reg) < 0) continue;
       /* A view made after the last group runs at the end: so must the FREE. */
       int32_t at = plan->post_after[p] >= last ? last : plan->post_after[p];
       if (at > after) after = at;
