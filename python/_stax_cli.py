@@ -21,6 +21,11 @@ def _package_dir():
     return pathlib.Path(list(spec.submodule_search_locations)[0])
 
 
+def program_in(package_dir):
+    """Where the package build puts the command-line program inside the package folder."""
+    return pathlib.Path(package_dir) / "_bin" / "stax"
+
+
 def exec_program(program, args):
     """Replaces this process with `program args...` (flushing Python's buffers first), so its
     arguments, output, exit status and signals are the program's. Returns only by raising."""
@@ -33,7 +38,7 @@ def exec_program(program, args):
 def main(argv=None):
     args = sys.argv[1:] if argv is None else list(argv)
     package = _package_dir()
-    program = package / "_bin" / "stax" if package else None
+    program = program_in(package) if package else None
     if (args and args[0] == "report") or program is None or not os.access(program, os.X_OK):
         # stax report, or a message about the missing program: the package's own code.
         from stax._cli import main as package_main

@@ -3,8 +3,9 @@
 `pip install` builds the C command-line program (CMake target stax_cli, the same program as
 `build/stax`) next to the extension, as stax/_bin/stax. The `stax` command is the top-level
 module _stax_cli (which does not import this package, for start-up time); it hands `stax
-report` and a missing program to :func:`main` here, which `python -m stax` also runs. The script replaces itself with that program (exec), so
-arguments, output, exit status and signals are exactly the program's. One command is the
+report` and a missing program to :func:`main` here, which `python -m stax` also runs. Either
+replaces itself with that program (exec), so arguments, output, exit status and signals are
+exactly the program's. One command is the
 Python package's own: `stax report` (stax._report: plots drawn with matplotlib).
 """
 
@@ -18,7 +19,8 @@ __all__ = ["main", "program_path"]
 def program_path():
     """The path of the bundled `stax` command-line program (it may be missing when the
     package was imported from a source tree whose extension was built by hand)."""
-    return pathlib.Path(__file__).resolve().parent / "_bin" / "stax"
+    from _stax_cli import program_in  # beside the package: python/, or site-packages
+    return program_in(pathlib.Path(__file__).resolve().parent)
 
 
 def main(argv=None):

@@ -11,12 +11,11 @@
  * pooled buffers ever live at once in the process (twice: a stream of shapes moves its
  * tensors between size classes, and the classes the next call needs must survive beside the
  * ones the last call used; with the peak alone, S2-like streams still evicted a block on most
- * misses). A workload whose calls hold more than 256 MiB at
- * once (a BERT layer at 8 x 512: two 96 MiB score tensors, the FFN's 48 MiB) otherwise frees
- * its largest blocks at the end of every call and maps them again on the next, and the
- * fresh pages fault in: 6,000-7,000 faults (25-30 MiB) per large call of a stream of
- * changing shapes, measured; ONNX Runtime's arena keeps its high-water mark too. An explicit
- * stax_pool_set_limit is a hard cap.
+ * misses). A workload whose calls hold more than 256 MiB at once (a BERT layer at 8 x 512:
+ * two 96 MiB score tensors, the FFN's 48 MiB) otherwise frees its largest blocks at the end
+ * of every call and maps them again on the next, and the fresh pages fault in: 6,000-7,000
+ * faults (25-30 MiB) per large call of a stream of changing shapes, measured; ONNX Runtime's
+ * arena keeps its high-water mark too. An explicit stax_pool_set_limit is a hard cap.
  *
  * Nothing is reported as leaked at exit: a pthread key destructor frees a thread's cache when
  * the thread ends, and an atexit handler frees the exiting thread's (the main thread does not

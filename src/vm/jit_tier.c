@@ -94,9 +94,9 @@ static int32_t jit_find(const int32_t* list, int32_t count, int32_t value) {
     (arr)[(count)++] = (value);                                                          \
   } while (0)
 
-/* Builds the plan of a segment (under the cache lock, once). */
-/* Registers post instruction `w` reads: a stored value, a view's source and a reshape's shape
- * register. Returns how many (at most 2). */
+/* Registers post instruction `w` (a STORE_TENSOR or a view/move) reads: a stored value, a
+ * view's source and a reshape's shape register when it has one (not a descriptor). Returns
+ * how many (at most 2). */
 static int32_t jit_post_sources(const int32_t* code, int32_t w, int32_t out[2]) {
   int32_t opcode = code[w] & STAX_VM_OPCODE_MASK;
   if (opcode == STAX_VM_OP_STORE_TENSOR) {
@@ -162,6 +162,7 @@ static bool jit_plan_lifetimes(const int32_t* code, jit_plan* plan, const int32_
   return true;
 }
 
+/* Builds the plan of a segment (under the cache lock, once). */
 static void jit_plan_build(const stax_program_t* program, const int32_t* word_of, int32_t s,
                            jit_plan* plan) {
   const stax_vm_segment_t* seg = &program->segments[s];
@@ -195,22 +196,24 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
       /* DIM_VALUES reads only symbols, which the segment's entry has bound. */
       JIT_PUSH(plan->pre_words, plan->pre_count, pre_cap, w);
     } else if (opcode == STAX_VM_OP_STORE_TENSOR) {
-      int32_t at = plan->post_count;
+      int32_t at = plan->post_count, sources[2];
       JIT_PUSH(post_at, at, post_at_cap, -1);
       JIT_PUSH(plan->post_words, plan->post_count, post_cap, w);
-      JIT_PUSH(post_srcs, post_src_count, post_src_cap, code[w + STAX_VM_HEADER_WORDS]);
+      int32_t n = jit_post_sources(code, w, sources);
+      for (int32_t i = 0; i < n; i++) JIT_PUSH(post_srcs, post_src_count, post_src_cap, sources[i]);
     } else if (opcode == STAX_VM_OP_MOVE || opcode == STAX_VM_OP_BROADCAST_TO ||
                opcode == STAX_VM_OP_RESHAPE_VIEW || opcode == STAX_VM_OP_TRANSPOSE_VIEW) {
-      int32_t dst = code[w + STAX_VM_HEADER_WORDS], src = code[w + STAX_VM_HEADER_WORDS + 1];
-      int32_t shape_reg = opcode == STAX_VM_OP_RESHAPE_VIEW ? code[w + STAX_VM_HEADER_WORDS + 3] : -1;
-      if (jit_find(written, written_count, src) >= 0 ||
-          (shape_reg >= 0 && jit_find(written, written_count, shape_reg) >= 0)) {
+      int32_t dst = code[w + STAX_VM_HEADER_WORDS], sources[2];
+      /* A reshape's shape register (when not a descriptor) must be materialized too. */
+      int32_t n = jit_post_sources(code, w, sources);
+      bool of_result = false;
+      for (int32_t i = 0; i < n; i++) of_result |= jit_find(written, written_count, sources[i]) >= 0;
+      if (of_result) {
         int32_t at = plan->post_count;
         JIT_PUSH(post_at, at, post_at_cap, compute_count);
         JIT_PUSH(plan->post_words, plan->post_count, post_cap, w);
-        JIT_PUSH(post_srcs, post_src_count, post_src_cap, src);
-        /* A reshape's shape register (when not a descriptor) must be materialized too. */
-        if (shape_reg >= 0) JIT_PUSH(post_srcs, post_src_count, post_src_cap, shape_reg);
+        for (int32_t i = 0; i < n; i++)
+          JIT_PUSH(post_srcs, post_src_count, post_src_cap, sources[i]);
         JIT_PUSH(written, written_count, written_cap, dst);
         JIT_PUSH(post_regs, post_reg_count, post_reg_cap, dst);
       } else {
