@@ -134,26 +134,12 @@ static stax_status_t stax_bnfold_into_conv(stax_pass_ctx_t* ctx, stax_node_id_t 
   /* The Conv's attributes, as the builder's form. */
   conv = &g->nodes[conv_id];
   enum { kMaxAttrs = 16 };
-  if (conv->attr_count > kMaxAttrs) goto cleanup;
   stax_attr_t attrs[kMaxAttrs];
-  for (int32_t k = 0; k < conv->attr_count; k++) {
-    const stax_node_attr_t* from = &conv->attrs[k];
-    attrs[k].name = from->name;
-    attrs[k].type = from->type;
-    switch (from->type) {
-      case STAX_ATTR_INT: attrs[k].value.i = from->value.i; break;
-      case STAX_ATTR_FLOAT: attrs[k].value.f = from->value.f; break;
-      case STAX_ATTR_STRING: attrs[k].value.s = from->value.s; break;
-      case STAX_ATTR_INTS:
-        attrs[k].value.ints.count = from->value.ints.count;
-        attrs[k].value.ints.data = from->value.ints.data;
-        break;
-      default: goto cleanup; /* Conv has no other kinds */
-    }
-  }
+  int32_t attr_count = 0;
+  if (!stax_pass_builder_attrs(conv, attrs, kMaxAttrs, &attr_count)) goto cleanup;
   stax_value_id_t inputs[3] = {conv->inputs[0], new_w, new_b};
   STAX_GOTO_IF_ERROR(status,
-                     stax_pass_rewrite_node(ctx, n, STAX_OP_Conv, 3, inputs, conv->attr_count,
+                     stax_pass_rewrite_node(ctx, n, STAX_OP_Conv, 3, inputs, attr_count,
                                             attrs, out_done),
                      cleanup);
   if (*out_done) {

@@ -301,6 +301,30 @@ static stax_status_t stax_pass_grow(stax_pass_ctx_t* ctx) {
   return STAX_OK;
 }
 
+bool stax_pass_builder_attrs(const stax_node_t* node, stax_attr_t* out_attrs, int32_t capacity,
+                             int32_t* out_count) {
+  *out_count = 0;
+  if (node->attr_count > capacity) return false;
+  for (int32_t k = 0; k < node->attr_count; k++) {
+    const stax_node_attr_t* from = &node->attrs[k];
+    stax_attr_t* to = &out_attrs[k];
+    to->name = from->name;
+    to->type = from->type;
+    switch (from->type) {
+      case STAX_ATTR_INT: to->value.i = from->value.i; break;
+      case STAX_ATTR_FLOAT: to->value.f = from->value.f; break;
+      case STAX_ATTR_STRING: to->value.s = from->value.s; break;
+      case STAX_ATTR_INTS:
+        to->value.ints.count = from->value.ints.count;
+        to->value.ints.data = from->value.ints.data;
+        break;
+      default: return false;
+    }
+  }
+  *out_count = node->attr_count;
+  return true;
+}
+
 /* A name no value of the graph has: base_name, else base_name_1, _2, ... */
 static void stax_pass_unique_name(const stax_graph_t* g, const char* base_name, char* out,
                                   size_t size) {

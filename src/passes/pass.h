@@ -74,6 +74,12 @@ STAX_MUST_USE stax_status_t stax_pass_rewrite_node(stax_pass_ctx_t* ctx, stax_no
                                                    int32_t attr_count, const stax_attr_t* attrs,
                                                    bool* out_done);
 
+/* A node's attributes in the builder's form (stax_attr_t, pointing into the node's own
+ * storage), for re-adding the node with other inputs; false when it has more than `capacity`
+ * or one of a kind other than INT, FLOAT, STRING or INTS. */
+bool stax_pass_builder_attrs(const stax_node_t* node, stax_attr_t* out_attrs, int32_t capacity,
+                             int32_t* out_count);
+
 /* Element values of a constant tensor of any layout, converted to double (count = its element
  * count); false for dtypes that do not convert. */
 bool stax_pass_read_doubles(const stax_tensor_t* t, double* out, int64_t count);

@@ -41,7 +41,8 @@ STAX_MUST_USE stax_status_t stax_cli_model_compile(stax_cli_model_t* model);
 int stax_cli_pass_option(const char* verb, int argc, char** argv, int* i);
 #define STAX_CLI_PASS_OPTION_HELP                                                          \
   "  --disable-pass LIST  switch graph passes off (comma-separated: fold, noop, simplify,\n" \
-  "                       fuse, bnfold, shapefold, fill, gemmtrans, cse, dce, or all);\n" \
+  "                       fuse, bnfold, widen, shapefold, fill, gemmtrans, cse, dce, or\n" \
+  "                       all);\n" \
   "                       STAX_DISABLE_PASSES does the same\n"
 void stax_cli_model_close(stax_cli_model_t* model);
 

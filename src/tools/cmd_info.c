@@ -32,6 +32,26 @@ static void print_graph_value(stax_graph_t* graph, stax_value_id_t value) {
   printf("]\n");
 }
 
+
+/* A 16-bit node the JIT leaves to the interpreter (docs/jit.md, "16-bit floats"): the lowerings
+ * of these ops are float32 only, and the widen pass does not compute them in float32 (an
+ * average's kernel rounds once from double; a BatchNormalization is widened only with the Conv
+ * before it, and then folded into it). */
+static bool half_interprets(const stax_graph_t* graph, int32_t n) {
+  switch (stax_node_op(graph, n)) {
+    case STAX_OP_AveragePool:
+    case STAX_OP_GlobalAveragePool:
+    case STAX_OP_ConvTranspose:
+      return true;
+    case STAX_OP_BatchNormalization: {
+      stax_node_id_t producer = stax_value_producer(graph, stax_node_input(graph, n, 0));
+      return producer < 0 || stax_node_op(graph, producer) != STAX_OP_Conv;
+    }
+    default:
+      return false;
+  }
+}
+
 static void print_graph_info(stax_graph_t* graph) {
   printf("inputs:\n");
   for (int32_t i = 0; i < stax_graph_input_count(graph); i++)
@@ -41,7 +61,9 @@ static void print_graph_info(stax_graph_t* graph) {
     print_graph_value(graph, stax_graph_output(graph, i));
   int32_t counts[STAX_OP_COUNT];
   memset(counts, 0, sizeof(counts));
-  int32_t half_nodes = 0;
+  int32_t half_nodes = 0, half_interpreted = 0;
+  int32_t half_counts[STAX_OP_COUNT];
+  memset(half_counts, 0, sizeof(half_counts));
   for (int32_t n = 0; n < stax_graph_node_count(graph); n++) {
     stax_op_t op = stax_node_op(graph, n);
     if (op >= 0 && op < STAX_OP_COUNT) counts[op]++;
@@ -49,6 +71,10 @@ static void print_graph_info(stax_graph_t* graph) {
       stax_dtype_t dtype = stax_value_dtype(graph, stax_node_output(graph, n, o));
       if (dtype == STAX_DTYPE_FLOAT16 || dtype == STAX_DTYPE_BFLOAT16) {
         half_nodes++;
+        if (half_interprets(graph, n)) {
+          half_interpreted++;
+          half_counts[op]++;
+        }
         break;
       }
     }
@@ -63,11 +89,20 @@ static void print_graph_info(stax_graph_t* graph) {
     printf("  %-28s %d\n", stax_op_name((stax_op_t)best), counts[best]);
     counts[best] = 0;
   }
-  /* Said here because nothing else would: such a model runs, only slowly. */
-  if (half_nodes > 0)
-    printf("note: %d of %d nodes compute float16/bfloat16 values; the JIT does not compile those "
-           "yet, so they run interpreted (docs/jit.md)\n",
+  /* Said here because nothing else would: such nodes run, only slowly. */
+  if (half_nodes > 0) {
+    printf("note: %d of %d nodes compute float16/bfloat16 values (in float32, each result "
+           "rounded to 16 bits)",
            half_nodes, stax_graph_node_count(graph));
+    if (half_interpreted > 0) {
+      printf("; %d %s no 16-bit compiled kernel and run%s interpreted:", half_interpreted,
+             half_interpreted == 1 ? "has" : "have", half_interpreted == 1 ? "s" : "");
+      for (int32_t op = 0; op < STAX_OP_COUNT; op++)
+        if (half_counts[op] > 0) printf(" %s x%d", stax_op_name((stax_op_t)op), half_counts[op]);
+      printf(" (docs/jit.md)");
+    }
+    printf("\n");
+  }
 }
 
 static void print_program_value(const stax_program_t* program, bool input, int32_t i) {

@@ -171,7 +171,7 @@ def test_shape_chain_instructions_are_removed():
 
 
 def test_pass_switches_and_errors():
-    assert list(stax.PASSES) == ["fold", "noop", "simplify", "fuse", "bnfold", "shapefold", "fill",
+    assert list(stax.PASSES) == ["fold", "noop", "simplify", "fuse", "bnfold", "widen", "shapefold", "fill",
                                  "gemmtrans", "cse", "dce"]
     data = ffn_block().SerializeToString()
     unfused = stax.load(data, jit="off", disable_passes=["fuse"])
