@@ -472,3 +472,35 @@ def gpt2_block(hidden=768, heads=12, positions=1024, embed=True, seed=0):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", hidden])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", hidden])], inits)
     return _model(graph, opset=14)
+
+
+def to_half(model, elem_type=TensorProto.FLOAT16):
+    """The model with every float32 initializer, Constant, graph input/output and Cast target
+    turned into float16 (or bfloat16 with elem_type=TensorProto.BFLOAT16): the same network
+    stored in 16 bits, as a converter would give it. value_info is dropped (stax re-infers)."""
+    import ml_dtypes
+    np_type = np.float16 if elem_type == TensorProto.FLOAT16 else ml_dtypes.bfloat16
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+
+    def convert(t):
+        out = numpy_helper.from_array(numpy_helper.to_array(t).astype(np_type), t.name)
+        if elem_type == TensorProto.BFLOAT16:  # numpy_helper stores ml_dtypes arrays as raw bits
+            out.data_type = TensorProto.BFLOAT16
+        return out
+
+    for i, t in enumerate(list(g.initializer)):
+        if t.data_type == TensorProto.FLOAT:
+            g.initializer[i].CopyFrom(convert(t))
+    for v in list(g.input) + list(g.output):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = elem_type
+    del g.value_info[:]
+    for node in g.node:
+        for a in node.attribute:
+            if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = elem_type
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(convert(a.t))
+    return m
