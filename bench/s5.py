@@ -12,11 +12,15 @@ weight, as in every layer stax runs). Each shape is a one-node ONNX MatMul with 
   ort    ONNX Runtime on the same file, intra_op_num_threads = threads, median per call
   numpy  numpy.matmul (its BLAS: OpenBLAS here), threadpoolctl limiting the threads if
          installed, else OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
+  onednn oneDNN's dnnl_sgemm through bench/dnnl_sgemm.c, which this script compiles against
+         Debian's libdnnl-dev when it is installed (`apt-get install libdnnl-dev`; left out
+         with a note otherwise), OMP_NUM_THREADS = threads; B is not prepacked there
 
 OPENBLAS_CORETYPE (set on some machines here) slows OpenBLAS: it is unset for the peer
 processes only, and the output says so. Rounds alternate the engines (--rounds, default 3);
 the table gives each engine's best median over the rounds, GFLOP/s, the fraction of the
-peak on the same thread count, and the ratios stax/ORT and stax/numpy (> 1: stax faster).
+peak on the same thread count, and the ratios stax/ORT, stax/numpy and stax/oneDNN (> 1:
+stax faster).
 Writes results/bench/s5/s5.json.
 
 usage: .venv/bin/python bench/s5.py [--threads 1,2] [--rounds 3] [--shapes square,skinny]
@@ -103,6 +107,36 @@ def run_peer(engine, path, m, k, n, threads, seconds, env):
     return json.loads(out.stdout.strip().splitlines()[-1])["median_ms"]
 
 
+def onednn_version():
+    """libdnnl-dev's version from dpkg, or None."""
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libdnnl-dev"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def build_onednn(workdir, notes):
+    """bench/dnnl_sgemm.c compiled against libdnnl, or None (with a note) when it cannot be."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dnnl_sgemm.c")
+    binary = os.path.join(workdir, "dnnl_sgemm")
+    out = subprocess.run(["cc", "-O2", "-o", binary, source, "-ldnnl"], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        notes.append("oneDNN left out: bench/dnnl_sgemm.c did not build (apt-get install "
+                     "libdnnl-dev): " + out.stderr.strip().splitlines()[-1][:200]
+                     if out.stderr.strip() else "oneDNN left out: the driver did not build")
+        return None
+    return binary
+
+
+def run_onednn(binary, m, k, n, threads, seconds, env):
+    env = dict(env, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([binary, str(m), str(k), str(n), str(seconds)], capture_output=True,
+                         text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"oneDNN failed at {m}x{k}x{n}:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])["median_ms"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="1,2")
@@ -136,7 +170,7 @@ def main():
           ", ".join(f"{t} thread(s) {g:.1f} GFLOP/s" for t, g in per_threads.items()) +
           f"; triad {peak['triad_gbs'][0]:.1f} / {peak['triad_gbs'][1]:.1f} GB/s")
     print(f"versions: onnxruntime {vers['onnxruntime']}, numpy {vers['numpy']}, stax "
-          f"{vers['stax']}")
+          f"{vers['stax']}" + (f", oneDNN {onednn_version()}" if onednn_version() else ""))
     workdir = tempfile.mkdtemp(prefix="stax_s5_")
     paths = {}
     for (_, k, n) in shapes:
@@ -147,6 +181,8 @@ def main():
             onnx.save(m_, paths[(k, n)][0])
             np.save(paths[(k, n)][1], b)
     stax_env = dict(os.environ, STAX_JIT_CACHE_DIR=os.path.join(workdir, "cache"))
+    onednn = build_onednn(workdir, notes)
+    engines = ["stax", "ort", "numpy"] + (["onednn"] if onednn else [])
     rows = []
     started = time.perf_counter()
     for threads in threads_list:
@@ -154,7 +190,7 @@ def main():
         peer_env["OPENBLAS_NUM_THREADS"] = str(threads)
         for (m, k, n) in shapes:
             onnx_path, npy_path = paths[(k, n)]
-            best = {"stax": [], "ort": [], "numpy": []}
+            best = {engine: [] for engine in engines}
             for _ in range(args.rounds):
                 best["stax"].append(run_stax(stax, onnx_path, m, k, threads, args.seconds,
                                              stax_env))
@@ -162,6 +198,9 @@ def main():
                                             peer_env))
                 best["numpy"].append(run_peer("numpy", npy_path, m, k, n, threads,
                                               args.seconds, peer_env))
+                if onednn:
+                    best["onednn"].append(run_onednn(onednn, m, k, n, threads, args.seconds,
+                                                     peer_env))
             flops = 2.0 * m * k * n
             row = {"m": m, "k": k, "n": n, "threads": threads}
             for engine, times in best.items():
@@ -173,9 +212,11 @@ def main():
             rows.append(row)
             print(f"  t{threads} {m:5d} x {k:5d} x {n:5d}: stax {row['stax_gflops']:6.1f} "
                   f"({row['stax_gflops'] / row['peak_gflops']:4.0%} of peak)  ORT "
-                  f"{row['ort_gflops']:6.1f}  numpy {row['numpy_gflops']:6.1f} GFLOP/s;  "
+                  f"{row['ort_gflops']:6.1f}  numpy {row['numpy_gflops']:6.1f}" +
+                  (f"  oneDNN {row['onednn_gflops']:6.1f}" if onednn else "") + " GFLOP/s;  "
                   f"stax/ORT {row['ort_ms'] / row['stax_ms']:.2f}  stax/numpy "
-                  f"{row['numpy_ms'] / row['stax_ms']:.2f}")
+                  f"{row['numpy_ms'] / row['stax_ms']:.2f}" +
+                  (f"  stax/oneDNN {row['onednn_ms'] / row['stax_ms']:.2f}" if onednn else ""))
     os.makedirs(args.out, exist_ok=True)
     result = {"scenario": "S5", "args": vars(args), "peak": peak, "versions": vers,
               "machine": H.machine_notes(), "notes": notes, "rows": rows,

@@ -293,6 +293,10 @@ typedef struct stax_jit_segment_stats_t {
    * exact kernel (it measured faster) and those that went back to the generic one. */
   uint64_t promotions;
   uint64_t promoted_groups_kept, promoted_groups_dropped;
+  /* Groups of the segment the JIT leaves to the interpreter for a dtype its lowering of one
+   * of their ops does not compute (a float64 MatMul, a float16 AveragePool); a warning says
+   * so once per process on stderr. */
+  uint64_t dtype_fallbacks;
 } stax_jit_segment_stats_t;
 
 /* How a program's calls (stax_context_run with the JIT on) ran: every group that has a

@@ -961,7 +961,8 @@ static PyObject* program_counters(StaxProgramObject* self, PyObject* unused) {
 
 /* [ {entries, hits, full_hits, partial_hits, misses, compiles, failures, evictions,
  *    compile_ms, versions, signatures, generic_versions, exact_versions, generic_compile_ms,
- *    exact_compile_ms, promotions, promoted_groups_kept, promoted_groups_dropped} ]
+ *    exact_compile_ms, promotions, promoted_groups_kept, promoted_groups_dropped,
+ *    dtype_fallbacks} ]
  * per bytecode segment (the kernel cache belongs to the program: all contexts together). */
 static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
   (void)unused;
@@ -977,7 +978,7 @@ static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
       return stax_py_raise(status, "jit statistics");
     }
     PyObject* item = Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:i,s:i,s:i,s:i,s:d,s:d,s:K,s:K,s:K}", "entries",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:i,s:i,s:i,s:i,s:d,s:d,s:K,s:K,s:K,s:K}", "entries",
         (unsigned long long)st.entries, "hits", (unsigned long long)st.hits, "full_hits",
         (unsigned long long)st.full_hits, "partial_hits", (unsigned long long)st.partial_hits,
         "misses", (unsigned long long)st.misses, "compiles", (unsigned long long)st.compiles,
@@ -988,7 +989,8 @@ static PyObject* program_jit_stats(StaxProgramObject* self, PyObject* unused) {
         "generic_compile_ms", st.generic_compile_ms, "exact_compile_ms", st.exact_compile_ms,
         "promotions", (unsigned long long)st.promotions, "promoted_groups_kept",
         (unsigned long long)st.promoted_groups_kept, "promoted_groups_dropped",
-        (unsigned long long)st.promoted_groups_dropped);
+        (unsigned long long)st.promoted_groups_dropped, "dtype_fallbacks",
+        (unsigned long long)st.dtype_fallbacks);
     if (!item) {
       Py_DECREF(list);
       return NULL;

@@ -319,17 +319,22 @@ class Kernel(_C.Program):
           group; promoted_groups_kept / promoted_groups_dropped: after their timed trial, the
           groups whose exact kernel measured faster and stayed, and those that went back to
           the generic kernel;
+        * dtype_fallbacks: groups the JIT leaves to the interpreter because it has no kernel
+          for a dtype one of their ops computes (a float64 MatMul, a float16 AveragePool;
+          a warning on stderr says so once per process);
         * jit_segments: the same per segment, a list of dicts (entries, hits, full_hits,
           partial_hits, misses, compiles, failures, evictions, compile_ms, versions,
           signatures, generic_versions, exact_versions, generic_compile_ms,
-          exact_compile_ms, promotions, promoted_groups_kept, promoted_groups_dropped).
+          exact_compile_ms, promotions, promoted_groups_kept, promoted_groups_dropped,
+          dtype_fallbacks).
         """
         counters = self.counters()
         segments = self.jit_stats()
         totals = {key: sum(s[key] for s in segments)
                   for key in ("hits", "full_hits", "partial_hits", "misses", "compiles",
                               "failures", "evictions", "generic_versions", "exact_versions",
-                              "promotions", "promoted_groups_kept", "promoted_groups_dropped")}
+                              "promotions", "promoted_groups_kept", "promoted_groups_dropped",
+                              "dtype_fallbacks")}
         counters.update(generic_compile_s=sum(s["generic_compile_ms"] for s in segments) / 1e3,
                         exact_compile_s=sum(s["exact_compile_ms"] for s in segments) / 1e3,
                         calls=self.jit_calls())

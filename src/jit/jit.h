@@ -198,6 +198,11 @@ stax_jit_op_class_t stax_jit_op_class(stax_op_t op);
  * LayerNormalization, ReduceLogSumExp) and a COSTLY producer (transcendental math: Exp, Erf,
  * Gelu, Tanh...), storing the producer's result once and reading it back is cheaper, so the
  * group former cuts there (measured in docs/jit.md, "Row kernels"). */
+/* Whether the lowering of `op` computes values of `dtype`: the contractions (MatMul/Gemm,
+ * Conv, the pools) are float32 only (16-bit ones reach them widened to float32 by the `widen`
+ * graph pass), so a group holding one over another dtype is interpreted. Their lowerings check
+ * their operands with it; the tier counts and reports such groups (docs/jit.md). */
+bool stax_jit_op_dtype_lowered(stax_op_t op, stax_dtype_t dtype);
 bool stax_jit_op_walks_rows_repeatedly(stax_op_t op);
 bool stax_jit_op_costly(stax_op_t op);
 

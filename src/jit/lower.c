@@ -442,6 +442,11 @@ stax_jit_op_class_t stax_jit_op_class(stax_op_t op) {
   return STAX_JIT_OP_UNSUPPORTED;
 }
 
+bool stax_jit_op_dtype_lowered(stax_op_t op, stax_dtype_t dtype) {
+  if (stax_jit_op_class(op) == STAX_JIT_OP_CONTRACTION) return dtype == STAX_DTYPE_FLOAT32;
+  return true;
+}
+
 bool stax_jit_op_walks_rows_repeatedly(stax_op_t op) {
   return op == STAX_OP_Softmax || op == STAX_OP_LogSoftmax || op == STAX_OP_LayerNormalization ||
          op == STAX_OP_ReduceLogSumExp;

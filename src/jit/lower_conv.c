@@ -165,8 +165,8 @@ stax_status_t lower_conv_geometry(lower_t* L, int32_t node_index, lower_conv_geo
   const stax_jit_value_t* w = lower_value(L, g->w);
   const stax_jit_value_t* out = lower_value(L, g->out);
   const stax_jit_value_t* b = g->bias >= 0 ? lower_value(L, g->bias) : NULL;
-  if (x->dtype != STAX_DTYPE_FLOAT32 || w->dtype != STAX_DTYPE_FLOAT32 ||
-      out->dtype != STAX_DTYPE_FLOAT32 || (b && b->dtype != STAX_DTYPE_FLOAT32))
+  if (!stax_jit_op_dtype_lowered(STAX_OP_Conv, x->dtype) || w->dtype != x->dtype ||
+      out->dtype != x->dtype || (b && b->dtype != x->dtype))
     return lower_refuse(L, "Conv node '%s' on %s (float32 only)", g->name,
                         stax_dtype_name(x->dtype));
   if (L->producer[g->x] >= 0 || L->producer[g->w] >= 0 ||

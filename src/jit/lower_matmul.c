@@ -84,8 +84,8 @@ static stax_status_t analyze(matmul_t* m) {
   const stax_jit_value_t* a = lower_value(L, m->a);
   const stax_jit_value_t* b = lower_value(L, m->b);
   const stax_jit_value_t* out = lower_value(L, m->out);
-  if (a->dtype != STAX_DTYPE_FLOAT32 || b->dtype != STAX_DTYPE_FLOAT32 ||
-      out->dtype != STAX_DTYPE_FLOAT32)
+  if (!stax_jit_op_dtype_lowered(node->node->op, a->dtype) || b->dtype != a->dtype ||
+      out->dtype != a->dtype)
     return lower_refuse(L, "%s node '%s' on %s (float32 only)", stax_op_name(node->node->op), name,
                         stax_dtype_name(a->dtype));
   if (L->producer[m->a] >= 0 || L->producer[m->b] >= 0)

@@ -85,8 +85,8 @@ static stax_status_t analyze(smm_t* m, int32_t node_index) {
   const stax_jit_value_t* a = lower_value(L, m->a);
   const stax_jit_value_t* b = lower_value(L, m->b);
   const stax_jit_value_t* out = lower_value(L, m->out);
-  if (a->dtype != STAX_DTYPE_FLOAT32 || b->dtype != STAX_DTYPE_FLOAT32 ||
-      out->dtype != STAX_DTYPE_FLOAT32)
+  if (!stax_jit_op_dtype_lowered(STAX_OP_MatMul, a->dtype) || b->dtype != a->dtype ||
+      out->dtype != a->dtype)
     return lower_refuse(L, "symbolic MatMul node '%s' on %s (float32 only)", name,
                         stax_dtype_name(a->dtype));
   if (L->producer[m->a] >= 0 || L->producer[m->b] >= 0 || L->uses[m->a] != 1 ||

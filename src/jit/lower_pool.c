@@ -162,7 +162,7 @@ static stax_status_t analyze(pool_t* p, int32_t node_index) {
     return lower_refuse(L, "MaxPool node '%s' with its Indices output", p->name);
   const stax_jit_value_t* x = lower_value(L, p->x);
   const stax_jit_value_t* out = lower_value(L, p->out);
-  if (x->dtype != STAX_DTYPE_FLOAT32 || out->dtype != STAX_DTYPE_FLOAT32)
+  if (!stax_jit_op_dtype_lowered(p->op, x->dtype) || out->dtype != x->dtype)
     return lower_refuse(L, "%s node '%s' on %s (float32 only)", stax_op_name(p->op), p->name,
                         stax_dtype_name(x->dtype));
   if (L->producer[p->x] >= 0)

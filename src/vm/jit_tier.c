@@ -163,6 +163,41 @@ static bool jit_plan_lifetimes(const int32_t* code, jit_plan* plan, const int32_
 }
 
 /* Builds the plan of a segment (under the cache lock, once). */
+/* Said once per process and (op, dtype), on stderr whatever STAX_LOG says: such a model
+ * runs, several times slower than it would compiled, and nothing else would tell. */
+static void jit_warn_dtype_fallback(stax_op_t op, stax_dtype_t dtype) {
+  static _Atomic uint64_t warned[STAX_OP_COUNT];
+  if (op < 0 || op >= STAX_OP_COUNT || dtype < 0 || dtype >= 64) return;
+  uint64_t bit = (uint64_t)1 << dtype;
+  if (atomic_fetch_or(&warned[op], bit) & bit) return;
+  fprintf(stderr,
+          "stax: warning: the JIT has no %s kernel for %s; groups with such a node run "
+          "interpreted (the JIT statistics count them as dtype_fallbacks; docs/jit.md)\n",
+          stax_op_name(op), stax_dtype_name(dtype));
+}
+
+/* A group holding a node whose lowering does not compute its dtype (a float64 MatMul, a
+ * float16 AveragePool) can have no kernel: counted in the plan, and the group is not
+ * lowerable, so such calls say what they are in the statistics from the first one on. */
+static bool jit_group_dtype_fallback(const stax_program_t* program, const jit_group_plan* gp,
+                                     jit_plan* plan) {
+  for (int32_t n = 0; n < gp->node_count; n++) {
+    const int32_t* word = program->code + gp->node_words[n];
+    stax_op_t op = program->kernel_nodes[STAX_VM_OPERAND(word, 0)].op;
+    const int32_t* in_list = &STAX_VM_OPERAND(word, 1);
+    const int32_t* out_list = in_list + 1 + in_list[0];
+    if (out_list[0] < 1 || out_list[1] < 0) continue;
+    const stax_vm_descriptor_t* desc =
+        &program->descriptors[program->registers[out_list[1]].descriptor];
+    stax_dtype_t dtype = (stax_dtype_t)desc->dtype;
+    if (stax_jit_op_dtype_lowered(op, dtype)) continue;
+    plan->dtype_fallbacks++;
+    jit_warn_dtype_fallback(op, dtype);
+    return true;
+  }
+  return false;
+}
+
 static void jit_plan_build(const stax_program_t* program, const int32_t* word_of, int32_t s,
                            jit_plan* plan) {
   const stax_vm_segment_t* seg = &program->segments[s];
@@ -329,6 +364,7 @@ static void jit_plan_build(const stax_program_t* program, const int32_t* word_of
     stax_op_t op = program->kernel_nodes[STAX_VM_OPERAND(code + gp->node_words[0], 0)].op;
     gp->lowerable = !(gp->node_count == 1 && jit_node_kind(op) == KIND_ALONE) &&
                     !(gp->output_count < 1 && plan->group_count > 1);
+    if (gp->lowerable && jit_group_dtype_fallback(program, gp, plan)) gp->lowerable = false;
     if (gp->lowerable) plan->lowerable_count++;
     /* Shape classes read every value's open lead dims (jit_tier_class.c): once, here. */
     gp->value_leads = calloc((size_t)gp->value_count + 1, sizeof(int32_t));
@@ -492,6 +528,7 @@ static jit_plan* jit_plan_get(jit_cache* cache, int32_t s) {
   if (!word_of) return NULL; /* out of memory: try again next time */
   jit_plan_build(cache->program, word_of, s, plan);
   free(word_of);
+  if (plan->state == PLAN_OK) cache->segments[s].stats.dtype_fallbacks = (uint64_t)plan->dtype_fallbacks;
   if (plan->state == PLAN_OK && plan->ext_count > cache->max_ext) cache->max_ext = plan->ext_count;
   return plan;
 }

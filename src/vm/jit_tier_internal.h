@@ -90,6 +90,9 @@ typedef struct jit_plan {
   int32_t group_count;
   jit_group_plan* groups;
   int32_t lowerable_count; /* groups with `lowerable` */
+  /* Groups no lowering takes for a dtype (a float64 MatMul, a float16 AveragePool:
+   * stax_jit_op_dtype_lowered); they are not `lowerable`. */
+  int32_t dtype_fallbacks;
   /* When a value of the segment has a broadcast dim (bcast(N, M), docs/ir.md): the dim codes
    * of every computed dim of its values (ext inputs and group values), deduplicated. Those
    * that take part in a broadcast (contain one, or are a top-level operand of one: pinned) are

@@ -184,7 +184,7 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
             "\"compile_ms\": %.3f, \"versions\": %d, \"generic_versions\": %d, "
             "\"exact_versions\": %d, \"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f, "
             "\"signatures\": %d, \"promotions\": %llu, \"promoted_groups_kept\": %llu, "
-            "\"promoted_groups_dropped\": %llu, \"version_list\": ",
+            "\"promoted_groups_dropped\": %llu, \"dtype_fallbacks\": %llu, \"version_list\": ",
             s ? "," : "", s, (unsigned long long)st.entries, (unsigned long long)st.hits,
             (unsigned long long)st.full_hits, (unsigned long long)st.partial_hits,
             (unsigned long long)st.misses, (unsigned long long)st.compiles,
@@ -192,7 +192,7 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
             st.versions, st.generic_versions, st.exact_versions, st.generic_compile_ms,
             st.exact_compile_ms, st.signatures, (unsigned long long)st.promotions,
             (unsigned long long)st.promoted_groups_kept,
-            (unsigned long long)st.promoted_groups_dropped);
+            (unsigned long long)st.promoted_groups_dropped, (unsigned long long)st.dtype_fallbacks);
     print_versions_json(program, s, out);
     fprintf(out, "}");
     total.entries += st.entries;
@@ -211,6 +211,7 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
     total.promotions += st.promotions;
     total.promoted_groups_kept += st.promoted_groups_kept;
     total.promoted_groups_dropped += st.promoted_groups_dropped;
+    total.dtype_fallbacks += st.dtype_fallbacks;
   }
   stax_jit_call_stats_t calls;
   STAX_RETURN_IF_ERROR(stax_program_jit_call_stats(program, &calls));
@@ -222,7 +223,8 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
           "\"hit_rate\": %.4f, \"compiles\": %llu, \"failures\": %llu, \"evictions\": %llu, "
           "\"compile_ms\": %.3f, \"generic_versions\": %d, \"exact_versions\": %d, "
           "\"generic_compile_ms\": %.3f, \"exact_compile_ms\": %.3f, \"promotions\": %llu, "
-          "\"promoted_groups_kept\": %llu, \"promoted_groups_dropped\": %llu},\n"
+          "\"promoted_groups_kept\": %llu, \"promoted_groups_dropped\": %llu, "
+          "\"dtype_fallbacks\": %llu},\n"
           "  \"calls\": {\"compiled\": %llu, \"partial\": %llu, \"interpreted\": %llu}",
           (unsigned long long)total.entries, (unsigned long long)total.hits,
           (unsigned long long)total.full_hits, (unsigned long long)total.partial_hits,
@@ -232,8 +234,9 @@ static stax_status_t jit_stats_json(const stax_program_t* program, const stax_co
           (unsigned long long)total.evictions, total.compile_ms, total.generic_versions,
           total.exact_versions, total.generic_compile_ms, total.exact_compile_ms,
           (unsigned long long)total.promotions, (unsigned long long)total.promoted_groups_kept,
-          (unsigned long long)total.promoted_groups_dropped, (unsigned long long)calls.compiled, (unsigned long long)calls.partial,
-          (unsigned long long)calls.interpreted);
+          (unsigned long long)total.promoted_groups_dropped,
+          (unsigned long long)total.dtype_fallbacks, (unsigned long long)calls.compiled,
+          (unsigned long long)calls.partial, (unsigned long long)calls.interpreted);
   if (ctx) {
     fprintf(out, ",\n  \"memory\": ");
     STAX_RETURN_IF_ERROR(stax_context_memory_stats_json(ctx, out));

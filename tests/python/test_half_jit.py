@@ -117,4 +117,45 @@ def test_widen_off_keeps_16_bit_products_interpreted():
     k = stax.load(data, jit="sync", disable_passes=["widen"])
     for shape in FFN_SHAPES[:2]:
         k(x=RNG.standard_normal(shape).astype(np.float16))
-    assert k.stats["calls"]["compiled"] == 0
+    # The two product groups have no kernel (counted, and warned about once); the LayerNorm
+    # group compiles.
+    assert k.stats["dtype_fallbacks"] == 2
+
+
+def avg_pool_model():
+    """A float16 AveragePool (no 16-bit kernel: widen leaves it, its average rounds from
+    double) beside a compiled float16 Relu."""
+    graph = helper.make_graph(
+        [helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[2, 2]),
+         helper.make_node("Relu", ["p"], ["y"])], "pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["N", 2, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_dtype_fallback_is_counted_and_right():
+    data = avg_pool_model().SerializeToString()
+    k = stax.load(data, jit="sync")
+    ref = stax.load(data, jit="off")
+    for n in (1, 3):
+        x = RNG.standard_normal((n, 2, 6, 6)).astype(np.float16)
+        np.testing.assert_array_equal(np.asarray(k(x=x)["y"]), np.asarray(ref(x=x)["y"]))
+    assert k.stats["dtype_fallbacks"] == 1
+    assert [s["dtype_fallbacks"] for s in k.stats["jit_segments"]] == [1]
+    assert ref.stats["dtype_fallbacks"] == 0
+
+
+def test_dtype_fallback_warns_once_on_stderr(stax_bin, tmp_path):
+    import json
+    import subprocess
+    import onnx
+    path = tmp_path / "pool16.onnx"
+    onnx.save(avg_pool_model(), path)
+    r = subprocess.run([stax_bin, "run", str(path), "--shape", "x=2x2x6x6", "--jit", "sync",
+                        "--repeat", "4", "--stats-json", "-"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    warning = "stax: warning: the JIT has no AveragePool kernel for float16"
+    assert r.stderr.count(warning) == 1, r.stderr
+    stats = json.loads(r.stdout)
+    assert stats["total"]["dtype_fallbacks"] == 1
+    assert stats["segments"][0]["dtype_fallbacks"] == 1

@@ -707,6 +707,63 @@ static void test_costly_producer_cut(void) {
   }
 }
 
+/* Groups whose op the JIT has no kernel for at their dtype (a float64 MatMul, a float16
+ * AveragePool: stax_jit_op_dtype_lowered) are counted as dtype_fallbacks once each and
+ * interpreted, giving the interpreter's bits; a float32 group beside them still compiles. */
+static void test_dtype_fallbacks(void) {
+  if (!have_backend()) return;
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "B", 1, 16), vm_const(g, 2), vm_const(g, 4),
+                               vm_const(g, 4)};
+  stax_value_id_t x64 = vm_input(g, "x64", STAX_DTYPE_FLOAT64, 2, (const stax_dim_t*[]){dims[0], dims[2]});
+  double w[12] = {1, -2, 3, 0.5, 4, -1, 2, 2, -3, 1, 0.25, 5};
+  stax_value_id_t wv = vm_initializer(g, "w", STAX_DTYPE_FLOAT64, 2, (int64_t[]){4, 3}, w);
+  vm_output(g, vm_unary(g, STAX_OP_Relu, "relu64", vm_binary(g, STAX_OP_MatMul, "mm64", x64, wv)));
+  stax_value_id_t x16 = vm_input(g, "x16", STAX_DTYPE_FLOAT16, 4, dims);
+  const int64_t kernel[2] = {2, 2};
+  stax_attr_t attrs[1] = {stax_attr_ints("kernel_shape", 2, kernel)};
+  vm_output(g, vm_node(g, STAX_OP_AveragePool, "avg16", 1, &x16, 1, attrs));
+  stax_value_id_t x32 = vm_input(g, "x32", STAX_DTYPE_FLOAT32, 2, (const stax_dim_t*[]){dims[0], dims[2]});
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sig", vm_binary(g, STAX_OP_Mul, "sq", x32, x32)));
+  stax_program_t* program = finish(g);
+  stax_context_t* jit = jit_context(program, STAX_JIT_SYNC, 1, 8);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {41};
+  for (int round = 0; round < 6; round++) {
+    int64_t b = 1 + round * 3;
+    stax_tensor_t* in[3] = {vm_tensor(STAX_DTYPE_FLOAT64, 2, (int64_t[]){b, 4}, NULL),
+                            vm_tensor(STAX_DTYPE_FLOAT16, 4, (int64_t[]){b, 2, 4, 4}, NULL),
+                            vm_random_f32(&rng, 2, (int64_t[]){b, 4})};
+    double* d = stax_tensor_data(in[0]);
+    uint16_t* h = stax_tensor_data(in[1]);
+    for (int64_t i = 0; i < b * 4; i++) d[i] = vm_rng_float(&rng) * 3;
+    for (int64_t i = 0; i < b * 32; i++) h[i] = (uint16_t)(0x3800 + vm_rng_range(&rng, 0, 0x7ff));
+    stax_tensor_t* a[3] = {0};
+    stax_tensor_t* r[3] = {0};
+    CHECK_OK(stax_context_run(jit, 3, in, 3, a));
+    CHECK_OK(stax_context_run(interp, 3, in, 3, r));
+    for (int32_t o = 0; o < 2; o++) /* interpreted on both sides: the same bits */
+      CHECK(a[o] && r[o] &&
+            memcmp(stax_tensor_data(a[o]), stax_tensor_data(r[o]),
+                   (size_t)stax_tensor_element_count(r[o]) * stax_dtype_size(stax_tensor_dtype(r[o]))) == 0);
+    for (int64_t i = 0; a[2] && r[2] && i < b * 4; i++)
+      CHECK(fabsf(vm_f32_at(a[2], i) - vm_f32_at(r[2], i)) <= 1e-6f);
+    for (int32_t k = 0; k < 3; k++) {
+      stax_tensor_release(in[k]);
+      if (a[k]) stax_tensor_release(a[k]);
+      if (r[k]) stax_tensor_release(r[k]);
+    }
+  }
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT((int)total.dtype_fallbacks, 2);
+  CHECK(total.compiles >= 1); /* the float32 group */
+  CHECK(total.hits >= 5);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+}
+
 STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differential_rows),
                STAX_TEST(test_differential_matmul), STAX_TEST(test_differential_conv),
                STAX_TEST(test_eviction),
@@ -716,4 +773,4 @@ STAX_TEST_MAIN(STAX_TEST(test_differential_elementwise), STAX_TEST(test_differen
                STAX_TEST(test_views_between_groups_verify),
                STAX_TEST(test_views_between_groups_background),
                STAX_TEST(test_view_misprediction), STAX_TEST(test_unsupported_op_alone),
-               STAX_TEST(test_costly_producer_cut))
+               STAX_TEST(test_costly_producer_cut), STAX_TEST(test_dtype_fallbacks))

@@ -74,6 +74,7 @@ static inline void total_stats(const stax_program_t* program, stax_jit_segment_s
     total->promotions += st.promotions;
     total->promoted_groups_kept += st.promoted_groups_kept;
     total->promoted_groups_dropped += st.promoted_groups_dropped;
+    total->dtype_fallbacks += st.dtype_fallbacks;
   }
 }
 
