@@ -96,6 +96,27 @@ static void compare_half(stax_program_t* a, stax_program_t* b, stax_dtype_t dtyp
   }
 }
 
+/* One graph compiled with every pass (`g`, `widened`) and the same graph with widen off
+ * (`r`, `reference`). */
+typedef struct widen_pair_t {
+  stax_graph_t *g, *r;
+  stax_program_t *widened, *reference;
+} widen_pair_t;
+
+static widen_pair_t widen_pair(stax_graph_t* (*build)(stax_dtype_t), stax_dtype_t dtype) {
+  widen_pair_t p = {build(dtype), build(dtype), NULL, NULL};
+  p.widened = compile_with(p.g, 0);
+  p.reference = compile_with(p.r, STAX_PASS_BIT(STAX_PASS_widen));
+  return p;
+}
+
+static void widen_pair_release(widen_pair_t* p) {
+  if (p->widened) stax_program_release(p->widened);
+  if (p->reference) stax_program_release(p->reference);
+  stax_graph_destroy(p->g);
+  stax_graph_destroy(p->r);
+}
+
 /* x[N, 8] -> MatMul(x, W[8, 12]) + b -> Relu, and Gemm(Relu, W2[8, 12] transposed, C) with alpha
  * and beta: products with constant and with computed operands. */
 static stax_graph_t* products(stax_dtype_t dtype) {
@@ -121,10 +142,8 @@ static stax_graph_t* products(stax_dtype_t dtype) {
 static void test_products(void) {
   stax_dtype_t dtypes[2] = {STAX_DTYPE_FLOAT16, STAX_DTYPE_BFLOAT16};
   for (int32_t k = 0; k < 2; k++) {
-    stax_graph_t* g = products(dtypes[k]);
-    stax_graph_t* r = products(dtypes[k]);
-    stax_program_t* widened = compile_with(g, 0);
-    stax_program_t* reference = compile_with(r, STAX_PASS_BIT(STAX_PASS_widen));
+    widen_pair_t p = widen_pair(products, dtypes[k]);
+    stax_graph_t *g = p.g, *r = p.r;
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_MatMul, STAX_DTYPE_FLOAT32), 1);
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_Gemm, STAX_DTYPE_FLOAT32), 1);
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_MatMul, dtypes[k]), 0);
@@ -133,12 +152,9 @@ static void test_products(void) {
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_Cast, STAX_DTYPE_FLOAT32), 2);
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_Cast, dtypes[k]), 2);
     CHECK_EQ_INT(count_op_dtype(r, STAX_OP_MatMul, dtypes[k]), 1);
-    CHECK(report_mentions(widened, "2 16-bit products computed in float32 between Casts"));
-    compare_half(widened, reference, dtypes[k], 2, (int64_t[]){1, 8}, 0);
-    stax_program_release(widened);
-    stax_program_release(reference);
-    stax_graph_destroy(g);
-    stax_graph_destroy(r);
+    CHECK(report_mentions(p.widened, "2 16-bit products computed in float32 between Casts"));
+    compare_half(p.widened, p.reference, dtypes[k], 2, (int64_t[]){1, 8}, 0);
+    widen_pair_release(&p);
   }
 }
 
@@ -181,23 +197,18 @@ static stax_graph_t* convolutions(stax_dtype_t dtype) {
 static void test_convolutions(void) {
   stax_dtype_t dtypes[2] = {STAX_DTYPE_FLOAT16, STAX_DTYPE_BFLOAT16};
   for (int32_t k = 0; k < 2; k++) {
-    stax_graph_t* g = convolutions(dtypes[k]);
-    stax_graph_t* r = convolutions(dtypes[k]);
-    stax_program_t* widened = compile_with(g, 0);
-    stax_program_t* reference = compile_with(r, STAX_PASS_BIT(STAX_PASS_widen));
+    widen_pair_t p = widen_pair(convolutions, dtypes[k]);
+    stax_graph_t *g = p.g, *r = p.r;
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_Conv, STAX_DTYPE_FLOAT32), 2);
     CHECK_EQ_INT(count_op_dtype(g, STAX_OP_MaxPool, STAX_DTYPE_FLOAT32), 1);
     CHECK_EQ_INT(count_op(g, STAX_OP_BatchNormalization), 0); /* folded into the float32 Conv */
     CHECK_EQ_INT(count_op(r, STAX_OP_BatchNormalization), 1); /* bnfold leaves 16-bit ones */
-    CHECK(report_mentions(widened, "16-bit Conv + BatchNormalization computed in float32"));
-    CHECK(report_mentions(widened, "BatchNormalization folded into Conv"));
+    CHECK(report_mentions(p.widened, "16-bit Conv + BatchNormalization computed in float32"));
+    CHECK(report_mentions(p.widened, "BatchNormalization folded into Conv"));
     /* The BatchNormalization now acts on the unrounded Conv output, folded into its weights:
      * about one 16-bit rounding of the terms apart. */
-    compare_half(widened, reference, dtypes[k], 4, (int64_t[]){1, 4, 6, 7}, 2);
-    stax_program_release(widened);
-    stax_program_release(reference);
-    stax_graph_destroy(g);
-    stax_graph_destroy(r);
+    compare_half(p.widened, p.reference, dtypes[k], 4, (int64_t[]){1, 4, 6, 7}, 2);
+    widen_pair_release(&p);
   }
 }
 
