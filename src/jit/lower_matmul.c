@@ -289,10 +289,14 @@ typedef struct k_part_t {
 } k_part_t;
 
 /* One tile: `rows` x `lanes` outputs at (row_base, col_base) of the current batch point, over
- * the k range of `part`. */
-static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
-                      const stax_kir_index_t* col_base, const stax_kir_index_t* panel, int32_t rows,
-                      int32_t lanes, const k_part_t* part) {
+ * the k range of `part`; with span > 1 (whole panels, all of K), `span` adjacent panels side
+ * by side, `rows` x span * NR outputs: a one-row tile holds only NR / native-vector sums, too
+ * few to cover the FMA latency (a GEMV at M = 1 ran at a quarter of the FMA rate, below what
+ * reading B allows), and more panels give it more independent sums while every output still
+ * adds its products in k order, as every other tile does. */
+static void emit_tile_span(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
+                           const stax_kir_index_t* col_base, const stax_kir_index_t* panel,
+                           int32_t rows, int32_t lanes, const k_part_t* part, int32_t span) {
   lower_t* L = m->L;
   stax_kir_kernel_t* k = m->k;
   int32_t tile = m->tiles++;
@@ -313,15 +317,20 @@ static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
   stax_kir_index_add_scaled(k, &partial, row_base, m->nr);
   stax_kir_index_add_term(k, &partial, j, 1);
   bool resume = part->kind == PART_MIDDLE || part->kind == PART_LAST;
-  int32_t accumulators[32];
+  enum { kMaxSums = 32 };
+  if (span < 1 || rows * span > kMaxSums || (span > 1 && (part->kind != PART_WHOLE || lanes != m->nr)))
+    span = 1;
+  int32_t accumulators[kMaxSums]; /* [row][panel of the span] */
   for (int32_t r = 0; r < rows; r++) {
-    snprintf(name, sizeof(name), "acc%d_%d", (int)tile, (int)r);
-    accumulators[r] = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
-    stax_kir_index_t at = partial;
-    at.constant += r * m->nr;
-    stax_kir_add_declare(k, &columns->body, accumulators[r],
-                         resume ? stax_kir_load(k, m->partial_buffer, &at)
-                                : stax_kir_float(k, STAX_DTYPE_FLOAT32, 0));
+    for (int32_t q = 0; q < span; q++) {
+      snprintf(name, sizeof(name), "acc%d_%d_%d", (int)tile, (int)r, (int)q);
+      accumulators[r * span + q] = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
+      stax_kir_index_t at = partial;
+      at.constant += r * m->nr;
+      stax_kir_add_declare(k, &columns->body, accumulators[r * span + q],
+                           resume ? stax_kir_load(k, m->partial_buffer, &at)
+                                  : stax_kir_float(k, STAX_DTYPE_FLOAT32, 0));
+    }
   }
   stax_kir_loop_t* depth = add_loop(m, &columns->body, "k", part->extent);
   if (!depth) return;
@@ -344,9 +353,14 @@ static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
     stax_kir_index_add_scaled(k, &b_index, col_base, m->b_col);
     stax_kir_index_add_term(k, &b_index, j, m->b_col);
   }
-  snprintf(name, sizeof(name), "b%d", (int)tile);
-  int32_t b_local = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
-  stax_kir_add_declare(k, &depth->body, b_local, stax_kir_load(k, b_buffer, &b_index));
+  int32_t b_locals[kMaxSums];
+  for (int32_t q = 0; q < span; q++) {
+    snprintf(name, sizeof(name), "b%d_%d", (int)tile, (int)q);
+    b_locals[q] = stax_kir_add_local(k, name, STAX_DTYPE_FLOAT32);
+    stax_kir_index_t at = b_index; /* panel q of the span: the next panel, or NR columns on */
+    at.constant += q * (m->packed ? m->kdim * m->nr : m->nr * m->b_col);
+    stax_kir_add_declare(k, &depth->body, b_locals[q], stax_kir_load(k, b_buffer, &at));
+  }
   for (int32_t r = 0; r < rows; r++) {
     stax_kir_index_t a_index;
     int32_t a_buffer;
@@ -364,10 +378,13 @@ static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
       a_index.constant += r * m->a_row;
       stax_kir_index_add_scaled(k, &a_index, &k_at, m->a_depth);
     }
-    const stax_kir_expr_t* product =
-        stax_kir_fma(k, stax_kir_load(k, a_buffer, &a_index), stax_kir_local(k, b_local),
-                     stax_kir_local(k, accumulators[r]));
-    stax_kir_add_assign(k, &depth->body, accumulators[r], product);
+    /* A[row, k] for each panel of the span: one load after LLVM's CSE. */
+    for (int32_t q = 0; q < span; q++) {
+      const stax_kir_expr_t* product =
+          stax_kir_fma(k, stax_kir_load(k, a_buffer, &a_index), stax_kir_local(k, b_locals[q]),
+                       stax_kir_local(k, accumulators[r * span + q]));
+      stax_kir_add_assign(k, &depth->body, accumulators[r * span + q], product);
+    }
   }
   if (part->kind == PART_FIRST || part->kind == PART_MIDDLE) {
     for (int32_t r = 0; r < rows; r++) {
@@ -378,12 +395,13 @@ static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
     }
     return;
   }
-  /* The epilogue, row by row, at the tile's output points. */
-  for (int32_t r = 0; r < rows; r++) {
+  /* The epilogue, row by row (and panel by panel of the span), at the tile's output points. */
+  for (int32_t r = 0; r < rows * span; r++) {
     for (int32_t e = 0; e < m->batch_rank; e++) L->forms[e] = m->batch_forms[e];
     L->forms[L->rank - 2] = *row_base;
-    L->forms[L->rank - 2].constant += r;
+    L->forms[L->rank - 2].constant += r / span;
     L->forms[L->rank - 1] = *col_base;
+    L->forms[L->rank - 1].constant += (r % span) * m->nr;
     stax_kir_index_add_term(k, &L->forms[L->rank - 1], j, 1);
     lower_new_point(L);
     const stax_kir_expr_t* value = stax_kir_local(k, accumulators[r]);
@@ -402,6 +420,16 @@ static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index
     L->fixed[m->out] = NULL;
   }
 }
+
+static void emit_tile(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
+                      const stax_kir_index_t* col_base, const stax_kir_index_t* panel, int32_t rows,
+                      int32_t lanes, const k_part_t* part) {
+  emit_tile_span(m, block, row_base, col_base, panel, rows, lanes, part, 1);
+}
+
+/* Panels a one-row tile takes at once: 4 x 2 native vectors of independent sums, enough to
+ * cover the FMA latency on two pipes (a one-panel row tile has 2). */
+#define ROW_TILE_SPAN 4
 
 /* Tiles of `rows` x `lanes` over a loop (or one constant position) of rows and of panels. */
 typedef struct tile_axis_t {
@@ -479,6 +507,28 @@ static void emit_compute_unblocked(matmul_t* m, stax_kir_block_t* block, bool ba
   /* Column panels in parallel when there are enough of them, else row tiles; the other edge
    * and the corner get stages of their own (a parallel loop must be alone in its stage). */
   bool panels_outer = panels >= L->options->thread_count || row_tiles < 2 * panels;
+  if (panels_outer && row_tiles == 0 && edge_rows == 1 && panels >= ROW_TILE_SPAN) {
+    /* One row (a GEMV): spans of panels in parallel (emit_tile_span), the panels left over
+     * and the partial panel serial after them. */
+    int64_t spans = panels / ROW_TILE_SPAN, rest = panels % ROW_TILE_SPAN;
+    stax_kir_loop_t* p =
+        tile_loop(m, block, "p", spans, true, ROW_TILE_SPAN * m->nr * m->kdim);
+    if (p) {
+      stax_kir_index_t row_base = stax_kir_index_constant(0);
+      stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p), ROW_TILE_SPAN, 0);
+      stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p), ROW_TILE_SPAN * m->nr, 0);
+      emit_tile_span(m, &p->body, &row_base, &col_base, &panel, 1, m->nr, part, ROW_TILE_SPAN);
+    }
+    if (rest || edge_lanes) {
+      stax_kir_block_t* tail = stax_kir_add_stage(k, "matmul_rest");
+      stax_kir_loop_t* r = tile_loop(m, tail, "pr", rest, false, 0);
+      if (r)
+        emit_tile_at(m, &r->body, edge_row, (tile_axis_t){stax_kir_loop_id(k, r), spans * ROW_TILE_SPAN},
+                     1, m->nr, part);
+      if (edge_lanes) emit_tile_at(m, tail, edge_row, edge_panel, 1, edge_lanes, part);
+    }
+    return;
+  }
   if (panels_outer) {
     stax_kir_loop_t* p = tile_loop(m, block, "p", panels, true, m->m * m->nr * m->kdim);
     if (p) {
@@ -811,11 +861,22 @@ static void emit_rows_tiles(matmul_t* m, stax_kir_block_t* block, const stax_kir
                             const k_part_t* part) {
   stax_kir_kernel_t* k = m->k;
   if (all_panels && panels > 0) {
-    stax_kir_loop_t* p = tile_loop(m, block, "p", panels, false, 0);
-    if (!p) return;
-    stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p), 1, 0);
-    stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p), m->nr, 0);
-    emit_tile(m, &p->body, row_base, &col_base, &panel, m->mr, m->nr, part);
+    /* One-row tiles take ROW_TILE_SPAN panels at once (emit_tile_span), the panels left
+     * over one at a time. */
+    int32_t span = m->mr == 1 && part->kind == PART_WHOLE ? ROW_TILE_SPAN : 1;
+    int64_t spans = panels / span, rest = panels % span;
+    stax_kir_loop_t* p = tile_loop(m, block, "p", spans, false, 0);
+    if (p) {
+      stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p), span, 0);
+      stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p), span * m->nr, 0);
+      emit_tile_span(m, &p->body, row_base, &col_base, &panel, m->mr, m->nr, part, span);
+    }
+    stax_kir_loop_t* p_rest = tile_loop(m, block, "pr", rest, false, 0);
+    if (p_rest) {
+      stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p_rest), 1, spans * span);
+      stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p_rest), m->nr, spans * span * m->nr);
+      emit_tile(m, &p_rest->body, row_base, &col_base, &panel, m->mr, m->nr, part);
+    }
   }
   if (edge_lanes) {
     stax_kir_index_t panel = stax_kir_index_constant(panels);
@@ -900,11 +961,12 @@ static bool rest_rows_params(matmul_t* m, rest_rows_t* r) {
 }
 
 /* The rest rows against one panel (col_base, panel given), or against every panel
- * (col_base NULL: `panels` whole ones and the edge one). */
+ * (col_base NULL: the `panels` whole ones when `whole_panels`, and the edge one, which
+ * follows them: its columns start at panels * NR either way). */
 static void emit_rest_rows(matmul_t* m, stax_kir_block_t* block, const rest_rows_t* r,
                            bool every_panel, const stax_kir_index_t* col_base,
-                           const stax_kir_index_t* panel, int64_t panels, int32_t edge_lanes,
-                           const k_part_t* part) {
+                           const stax_kir_index_t* panel, bool whole_panels, int64_t panels,
+                           int32_t edge_lanes, const k_part_t* part) {
   stax_kir_kernel_t* k = m->k;
   stax_kir_loop_t* q = add_loop(m, block, "q", 0);
   stax_kir_loop_t* o = q ? add_loop(m, block, "o", 0) : NULL;
@@ -922,8 +984,8 @@ static void emit_rest_rows(matmul_t* m, stax_kir_block_t* block, const rest_rows
   }
   int32_t saved_mr = m->mr;
   m->mr = REST_TILE_ROWS; /* emit_rows_tiles makes tiles of MR rows */
-  emit_rows_tiles(m, &q->body, &row, panels > 0, panels, edge_lanes, part);
-  emit_rows_tiles(m, &o->body, &last, panels > 0, panels, edge_lanes, part);
+  emit_rows_tiles(m, &q->body, &row, whole_panels && panels > 0, panels, edge_lanes, part);
+  emit_rows_tiles(m, &o->body, &last, whole_panels && panels > 0, panels, edge_lanes, part);
   m->mr = saved_mr;
 }
 
@@ -961,7 +1023,8 @@ static void emit_compute_rows_generic(matmul_t* m) {
       i->extent_param = tiles;
       stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), m->mr, 0);
       emit_tile(m, &i->body, &row_base, &col_base, &panel, m->mr, m->nr, &all);
-      emit_rest_rows(m, &p->body, &rest, false, &col_base, &panel, panels, edge_lanes, &all);
+      emit_rest_rows(m, &p->body, &rest, false, &col_base, &panel, true, panels, edge_lanes,
+                     &all);
     }
     if (edge_lanes) {
       stax_kir_block_t* edge = stax_kir_add_stage(k, "matmul_edge");
@@ -991,7 +1054,9 @@ static void emit_compute_rows_generic(matmul_t* m) {
     stax_kir_block_t* last_block = stax_kir_add_stage(k, "matmul_last");
     if (!last_block) return;
     k->stages[k->stage_count - 1]->run_min_rows = REST_TILE_ROWS;
-    emit_rest_rows(m, last_block, &rest, true, NULL, NULL, panels_outer ? 0 : panels, edge_lanes,
+    /* Panels outer: the whole panels' rest rows ran inside the panel loop; only the edge
+     * panel's are left, at column panels * NR (not at 0: that left them unwritten). */
+    emit_rest_rows(m, last_block, &rest, true, NULL, NULL, !panels_outer, panels, edge_lanes,
                    &all);
   }
   /* Fewer rows than one small tile (R = 1 when decoding one token): one-row tiles, on the

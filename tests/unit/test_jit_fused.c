@@ -339,6 +339,7 @@ static void test_matmul_constant_weight(void) {
   constant_weight_case(1, 40, 70, 64, false);    /* unblocked nest */
   constant_weight_case(3, 7, 33, 300, false);    /* batch-broadcast B, edge panel */
   constant_weight_case(1, 40, 160, 700, true);   /* transposed A: the K-blocked nest */
+  constant_weight_case(1, 1, 200, 64, false);    /* one row: spans of panels */
 }
 
 static void test_matmul_bias_activation(void) {
@@ -363,6 +364,13 @@ static void test_matmul_bias_activation(void) {
   stax_jit_compile_options_t four = {.thread_count = 4};
   matmul_case(131, 77, 65, 0, 0, STAX_OP_Gelu, true, &four, pool);  /* panels in parallel */
   matmul_case(200, 20, 33, 0, 1, STAX_OP_Relu, false, &four, pool); /* row tiles in parallel */
+  /* One row (a GEMV): one-row tiles over spans of panels (in parallel with the pool), the
+   * panels left over and a partial panel, on every width. */
+  matmul_case(1, 181, 37, 0, 0, STAX_OP_Gelu, true, NULL, NULL);
+  matmul_case(1, 181, 37, 0, 1, STAX_OP_Relu, false, &four, pool);
+  matmul_case(1, 181, 37, 1, 0, STAX_OP_Sigmoid, true, &narrow, NULL);
+  matmul_case(1, 181, 37, 0, 0, STAX_OP_Tanh, false, &wide, NULL);
+  matmul_case(1, 64, 300, 0, 0, STAX_OP_Relu, false, NULL, NULL); /* whole spans only */
   stax_threadpool_destroy(pool);
 }
 

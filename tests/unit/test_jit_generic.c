@@ -290,9 +290,11 @@ static void test_generic_rows(void) {
 }
 
 static void test_generic_matmul(void) {
-  /* K and N: odd sizes and edge panels on every width; products on a 1/8 grid are exact. */
-  const int64_t shapes[][2] = {{24, 40}, {7, 16}, {64, 96}, {3, 5}};
-  for (int32_t s = 0; s < 4; s++) {
+  /* K and N: odd sizes and edge panels on every width; products on a 1/8 grid are exact.
+   * N = 96 and 181 give the one-row tiles spans of panels, panels left over and (181) a
+   * partial panel on every width. */
+  const int64_t shapes[][2] = {{24, 40}, {7, 16}, {64, 96}, {3, 5}, {35, 181}};
+  for (int32_t s = 0; s < 5; s++) {
     g_k = shapes[s][0];
     g_n = shapes[s][1];
     for (int32_t w = 0; w < 3; w++) {
