@@ -34,6 +34,13 @@
  * positions wider than one native vector is cut into whole vectors and the rest (see
  * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile.
  *
+ * K blocks (choose_k_blocks): with many input channels per group the reduction is cut into
+ * blocks of input channels, a loop just outside the channel tiles, so that a block's input
+ * rows and weights stay in L1 while the tiles pass over them. Sums go between blocks through
+ * a scratch shaped as the output (stored by every block but the last, loaded by every block
+ * but the first); only the last block runs the epilogue, so the group's elementwise ops still
+ * see each output once, complete.
+ *
  * Symbolic groups (the shape-generic tier): the batch N may be open, a run-time parameter
  * (`batch_param`) of one kernel for every batch size; channels, spatial sizes, weights and
  * the window stay compile-time constants, so tiles and unrolling are chosen as for an exact
@@ -43,8 +50,9 @@
  *
  * Not done: open spatial dims (an image size that varies: the padded copy's slabs and the
  * position tiles' tails would need parameter offsets), float64 and halves, a weight computed
- * in the group, more than 4 spatial dims, packing W for wider channel tiles, blocking C for
- * very deep inputs. */
+ * in the group, more than 4 spatial dims, packing W for wider channel tiles, K blocks for
+ * channel tiles and for rows narrower than a vector, K blocks in the shape-generic lowering
+ * (lower_conv_symbolic.c; measured no faster there over ResNet-18, see docs/jit.md). */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +74,8 @@ typedef enum axis_kind_e {
   AXIS_GROUP,
   AXIS_OUTER,
   AXIS_CHANNELS,
-  AXIS_POSITIONS
+  AXIS_POSITIONS,
+  AXIS_KBLOCK /* blocks of input channels (a reduction: never parallel) */
 } axis_kind_t;
 
 typedef struct axis_t {
@@ -108,6 +117,17 @@ typedef struct conv_t {
   int32_t packed_w;
   int64_t outer_rows;
   bool weights_outer; /* channel tiles outside the output rows (plan_nest) */
+  /* K blocks (choose_k_blocks): the group's Cg input channels in k_blocks blocks of kc (the
+   * last one Cg - (k_blocks - 1) * kc), sums carried between them in `partial`, a scratch
+   * shaped as the output. k_blocks 1: no blocking. At the current point (emit_axes): the
+   * block's first channel, size and place. */
+  int64_t kc, k_blocks;
+  int32_t partial;
+  int64_t partial_strides[STAX_MAX_RANK];
+  stax_kir_index_t ci_begin;
+  int64_t ci_count;
+  bool ci_last;
+  int32_t ci_first_loop;
 } conv_t;
 
 /* An environment switch that is on unless set to "0" (tests compare both tile kinds). */
@@ -450,6 +470,32 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   /* The first output channel of the tile: g * (M/G) + tile base. */
   stax_kir_index_t channel = t->channels;
   stax_kir_index_add_scaled(k, &channel, &t->group, g->mg);
+  /* Where row r's sums of earlier K blocks are (partial's element at the tile's first
+   * position of channel r is this + r * partial_strides[1]). */
+  stax_kir_index_t partial_index = stax_kir_index_constant(0);
+  if (t->ci_count > 0) {
+    const lower_sym_t* ps = t->partial_strides;
+    lower_sym_index_add_scaled(k, &partial_index, &t->batch, ps[0]);
+    lower_sym_index_add_scaled(k, &partial_index, &channel, ps[1]);
+    for (int32_t i = 0; i < last; i++)
+      lower_sym_index_add_scaled(k, &partial_index, &t->outer[i], ps[2 + i]);
+    lower_sym_index_add_scaled(k, &partial_index, &t->positions, ps[2 + last]);
+    lower_sym_index_term(k, &partial_index, j, ps[2 + last]);
+    /* In the loop over the blocks before the last, its first iteration starts from 0 (the
+     * scratch holds nothing yet: whatever it reads there is discarded). */
+    const stax_kir_expr_t* first =
+        t->ci_first_loop >= 0
+            ? stax_kir_binary(k, STAX_KIR_EQ, stax_kir_loop_index(k, t->ci_first_loop),
+                              stax_kir_int(k, STAX_DTYPE_INT64, 0))
+            : NULL;
+    for (int32_t r = 0; r < rows; r++) {
+      stax_kir_index_t at = partial_index;
+      lower_sym_index_add(k, &at, lower_sym_mul(k, lower_sym_const(r), ps[1]));
+      const stax_kir_expr_t* sums = stax_kir_load(k, t->partial, &at);
+      if (first) sums = stax_kir_select(k, first, stax_kir_float(k, STAX_DTYPE_FLOAT32, 0), sums);
+      stax_kir_add_assign(k, &columns->body, accumulators[r], sums);
+    }
+  }
   /* X at (n, g*Cg + ci, o_i*stride_i + k_i*dilation_i, ..): the reduction loops add ci, k_i. */
   /* The spatial part first (a counted average's mask is indexed by it alone). */
   stax_kir_index_t x_index = stax_kir_index_constant(0);
@@ -494,13 +540,19 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
   } else if (w) {
     stax_kir_index_add_scaled(k, &w_index, &channel, w->strides[0]);
   }
+  /* A K block starts at its first input channel; its loop then walks ci_count of them. */
+  bool blocked = t->ci_count > 0;
+  if (blocked) {
+    lower_sym_index_add_scaled(k, &x_index, &t->ci_begin, t->src_strides[1]);
+    if (w) stax_kir_index_add_scaled(k, &w_index, &t->ci_begin, w_ci);
+  }
   /* Reduction loops over (ci, K1, .., Ks), extent-1 ones left out; the innermost is unrolled
    * when long (a 1x1 conv's channel loop), short kernel loops LLVM unrolls by itself. */
   stax_kir_block_t* body = &columns->body;
   stax_kir_loop_t* innermost = NULL;
   int32_t loop_dims = t->phases > 1 ? last : g->spatial;
   for (int32_t d = -1; d < loop_dims; d++) {
-    int64_t extent = d < 0 ? g->cg : win->kernel[d];
+    int64_t extent = d < 0 ? (blocked ? t->ci_count : g->cg) : win->kernel[d];
     if (extent == 1) continue;
     stax_kir_loop_t* loop = lower_sym_loop(k, body, d < 0 ? "ci" : "kk", lower_sym_const(extent));
     if (!loop) return;
@@ -559,6 +611,15 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
       stax_kir_add_assign(k, body, accumulators[r], product);
     }
   }
+  /* A K block before the last leaves its sums for the next one. */
+  if (t->ci_count > 0 && !t->ci_last) {
+    for (int32_t r = 0; r < rows; r++) {
+      stax_kir_index_t at = partial_index;
+      lower_sym_index_add(k, &at, lower_sym_mul(k, lower_sym_const(r), t->partial_strides[1]));
+      stax_kir_add_store(k, &columns->body, t->partial, &at, stax_kir_local(k, accumulators[r]));
+    }
+    return;
+  }
   /* The epilogue, channel by channel, at the tile's output points. */
   for (int32_t r = 0; r < rows; r++) {
     L->forms[0] = t->batch;
@@ -600,7 +661,14 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
                          .tile = c->tiles++,
                          .mask = -1,
                          .packed_w = c->packed_w,
-                         .packed_tile = c->mr};
+                         .packed_tile = c->mr,
+                         .ci_begin = c->ci_begin,
+                         .ci_count = c->k_blocks > 1 ? c->ci_count : 0,
+                         .ci_last = c->ci_last,
+                         .ci_first_loop = c->ci_first_loop,
+                         .partial = c->partial};
+  for (int32_t d = 0; d < 2 + c->g.spatial; d++)
+    t.partial_strides[d] = lower_sym_const(c->partial_strides[d]);
   for (int32_t d = 0; d < 2 + c->g.spatial; d++) t.src_strides[d] = lower_sym_const(c->source_strides[d]);
   for (int32_t i = 0; i + 1 < c->g.spatial; i++) t.outer[i] = find_axis(c, AXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);
@@ -784,6 +852,28 @@ static int64_t axis_count(const axis_t* a) {
   return a->tile ? a->extent / a->tile : a->extent;
 }
 
+static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level);
+
+/* The K blocks at `level`: a loop over the blocks before the last (the first from 0, the
+ * others from `partial`; sums back to `partial`), then the last (from `partial`, then the
+ * epilogue). Two copies of the nest inside: matmul's K blocks give the first block a copy of
+ * its own (sums from 0), which measured no faster here, and every copy adds compile time. */
+static void emit_k_blocks(conv_t* c, stax_kir_block_t* block, int32_t level) {
+  int64_t last_base = (c->k_blocks - 1) * c->kc;
+  stax_kir_loop_t* loop = add_loop(c, block, "kb", c->k_blocks - 1);
+  if (!loop) return;
+  c->ci_last = false;
+  c->ci_first_loop = stax_kir_loop_id(c->k, loop);
+  c->ci_begin = loop_form(c, loop, c->kc);
+  c->ci_count = c->kc;
+  emit_axes(c, &loop->body, level + 1);
+  c->ci_last = true;
+  c->ci_first_loop = -1;
+  c->ci_begin = stax_kir_index_constant(last_base);
+  c->ci_count = c->g.cg - last_base;
+  emit_axes(c, block, level + 1);
+}
+
 static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
   if (!block) return;
   if (level == c->axis_count) {
@@ -791,6 +881,10 @@ static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
     return;
   }
   axis_t* a = &c->axes[c->order[level]];
+  if (a->kind == AXIS_KBLOCK) {
+    emit_k_blocks(c, block, level);
+    return;
+  }
   bool parallel = level == 0 && c->parallel;
   int64_t step = a->tile ? a->tile : 1;
   int64_t full = axis_count(a), edge = a->tile ? a->extent % a->tile : 0;
@@ -839,18 +933,73 @@ static void emit_axes(conv_t* c, stax_kir_block_t* block, int32_t level) {
   }
 }
 
+/* K blocks: the reduction over a group's input channels cut into blocks of about
+ * CONV_K_BLOCK_BYTES / (band + panel) channels, `band` the bytes of input rows one output row
+ * reads per input channel and `panel` a channel tile's weights per input channel, so a block's
+ * rows (rows outside the channel tiles) or its slice of the tile's weights (channel tiles
+ * outside the rows) stay in L1 while the tiles within pass over them; without blocks a tile
+ * walks all Cg channels' rows and weights (64 x 3 x 58 floats at 56x56: 44 KB, 28 KB of
+ * weights) and L1 (32 KB on Zen 3) holds neither across tiles. Measured on Zen 3, one thread,
+ * 3x3 + bias + Relu: 56x56x64 2.64 -> 2.50 ms, 28x28x128 3.35 -> 3.18, 14x14x256 3.57 ->
+ * 3.39, 16x16x512 15.4 -> 12.3. Not for rows narrower than a native vector: every tile is
+ * then an odd-width vector, whose partial sums LLVM loads and stores piece by piece (7x7x512:
+ * 3.84 -> 4.13 ms); nor for channel tiles. STAX_JIT_CONV_K_BLOCKS=0 switches blocking off,
+ * STAX_JIT_CONV_KC=n asks for blocks of n channels (tests, tuning). */
+#define CONV_K_BLOCK_BYTES 20480
+
+/* The input channels per block for `band` and `panel` bytes per input channel; 0 when
+ * blocking is switched off. */
+static int64_t k_block_target(int64_t band, int64_t panel) {
+  if (getenv_flag_off("STAX_JIT_CONV_K_BLOCKS")) return 0;
+  const char* forced = getenv("STAX_JIT_CONV_KC");
+  if (forced && atoll(forced) > 0) return atoll(forced);
+  int64_t target = CONV_K_BLOCK_BYTES / (band + panel > 0 ? band + panel : 1);
+  return target < 8 ? 8 : target;
+}
+
+static void choose_k_blocks(conv_t* c) {
+  c->k_blocks = 1;
+  c->kc = c->g.cg;
+  c->partial = -1;
+  c->ci_first_loop = -1;
+  const lower_conv_geometry_t* g = &c->g;
+  int32_t last = g->spatial - 1;
+  if (c->channel_vectors || g->window.output[last] < c->L->vector_lanes_f32) return;
+  int64_t taps = 1, rows = 1;
+  for (int32_t i = 0; i < g->spatial; i++) taps *= g->window.kernel[i];
+  for (int32_t i = 0; i < last; i++) rows *= (g->window.kernel[i] - 1) * g->window.dilations[i] + 1;
+  int64_t target = k_block_target(rows * c->source_strides[1 + last] * 4,
+                                  (int64_t)c->mr * taps * 4);
+  if (target <= 0 || g->cg <= target) return;
+  /* Nearly equal blocks (the last one at most kc). */
+  c->k_blocks = (g->cg + target - 1) / target;
+  c->kc = (g->cg + c->k_blocks - 1) / c->k_blocks;
+  c->k_blocks = (g->cg + c->kc - 1) / c->kc;
+  const stax_jit_value_t* out = lower_value(c->L, g->out);
+  c->partial = stax_kir_add_buffer(c->k, "partial", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32,
+                                   out->rank, out->dims, NULL);
+  if (c->batch_param >= 0 && c->partial >= 0)
+    stax_kir_buffer_dim_param(c->k, c->partial, 0, c->batch_param);
+  stax_shape_contiguous_strides(out->rank, out->dims, c->partial_strides);
+}
+
 static void plan_nest(conv_t* c) {
   int32_t count = 0;
   bool open = c->batch_param >= 0;
   c->axes[count++] =
       (axis_t){.kind = AXIS_BATCH, .extent = c->g.batch, .extent_param = c->batch_param};
   c->axes[count++] = (axis_t){.kind = AXIS_GROUP, .extent = c->g.group, .extent_param = -1};
+  /* K blocks just outside the channel tiles: a block's input rows (rows outside) or its
+   * slice of a tile's weights (channel tiles outside) stay in L1 over the tiles within. */
+  axis_t k_blocks = {.kind = AXIS_KBLOCK, .extent = c->k_blocks, .extent_param = -1};
   /* Channel tiles outside the rows when the weights are the larger operand (late CNN stages:
    * 512 x 512 x 3 x 3 is 9.4 MB against a 7x7 image's 100 KB): a tile's slice of them stays
    * in L2 over every row, where rows outside re-read all of them from memory per row. */
-  if (c->weights_outer)
+  if (c->weights_outer) {
+    if (c->k_blocks > 1) c->axes[count++] = k_blocks;
     c->axes[count++] =
         (axis_t){.kind = AXIS_CHANNELS, .extent = c->g.mg, .tile = c->mr, .extent_param = -1};
+  }
   for (int32_t i = 0; i + 1 < c->g.spatial; i++)
     c->axes[count++] = (axis_t){.kind = AXIS_OUTER,
                                 .dim = i,
@@ -859,9 +1008,11 @@ static void plan_nest(conv_t* c) {
                                 .tile = c->channel_vectors && i + 2 == c->g.spatial
                                             ? c->outer_rows : 0,
                                 .extent_param = -1};
-  if (!c->weights_outer)
+  if (!c->weights_outer) {
+    if (c->k_blocks > 1) c->axes[count++] = k_blocks;
     c->axes[count++] =
         (axis_t){.kind = AXIS_CHANNELS, .extent = c->g.mg, .tile = c->mr, .extent_param = -1};
+  }
   c->axes[count++] = (axis_t){.kind = AXIS_POSITIONS,
                               .extent = c->g.window.output[c->g.spatial - 1],
                               .tile = c->nr,
@@ -873,7 +1024,7 @@ static void plan_nest(conv_t* c) {
   int32_t threads = c->L->options->thread_count > 1 ? c->L->options->thread_count : 1;
   int32_t chosen = -1, widest = open ? 1 : 0;
   for (int32_t a = 0; a < count; a++) {
-    if (open && a == 0) continue;
+    if ((open && a == 0) || c->axes[a].kind == AXIS_KBLOCK) continue;
     if (chosen < 0 && axis_count(&c->axes[a]) >= threads) chosen = a;
     if (axis_count(&c->axes[a]) > axis_count(&c->axes[widest])) widest = a;
   }
@@ -977,6 +1128,7 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
   if (weight->constant &&
       (c.channel_vectors || !getenv_flag_off("STAX_JIT_CONV_PACK_WEIGHTS")))
     emit_weight_pack(&c);
+  choose_k_blocks(&c);
   plan_nest(&c);
   emit_axes(&c, stax_kir_add_stage(c.k, "conv"), 0);
   return stax_kir_kernel_status(c.k);

@@ -198,6 +198,19 @@ typedef struct lower_conv_tile_t {
    * of packed_tile output channels, lower_conv.c's emit_weight_pack), read instead of W. */
   int32_t packed_w;
   int64_t packed_tile;
+  /* Input-channel blocking (lower_conv.c's K blocks): ci_count > 0 reduces only the group's
+   * input channels [ci_begin, ci_begin + ci_count), starting from the sums of the blocks
+   * before in `partial` (a scratch [N, M, O..] with strides partial_strides), and a block
+   * other than the last stores its sums there instead of running the epilogue. ci_count 0:
+   * every input channel, accumulators from 0, the epilogue (partial unused). */
+  stax_kir_index_t ci_begin;
+  int64_t ci_count;
+  bool ci_last;
+  /* >= 0: the loop over the blocks before the last; its first iteration starts from 0, the
+   * others from `partial` (one copy of the nest for both). */
+  int32_t ci_first_loop;
+  int32_t partial;
+  lower_sym_t partial_strides[STAX_MAX_RANK]; /* the innermost a constant */
 } lower_conv_tile_t;
 
 void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* tile);

@@ -4,10 +4,12 @@
  * 1-3, dilations 1-2, explicit (asymmetric) pads and every auto_pad, group 1, 2 and
  * depthwise, with and without bias, Relu/Gelu/Sigmoid epilogues, residuals broadcast or full,
  * strided and reversed input views, three vector widths, the thread pool; odd sizes (1x1
- * images, rows narrower than a vector, channel counts off the tile), empty batches; the
+ * images, rows narrower than a vector, channel counts off the tile), input channels in K
+ * blocks (forced small, and the natural size), empty batches; the
  * refusals (other dtypes, a weight computed in the group, a Conv with a MatMul or a
  * reduction). Also prints (never asserts) a ResNet-like 3x3 conv's time, JIT against the
  * generic kernel, and the compile time. */
+#include <stdlib.h>
 #include <time.h>
 
 #include "test_jit_util.h"
@@ -400,6 +402,142 @@ static void test_channel_tiles(void) {
   printf("  %d convolutions with a constant weight\n", (int)(cases_run - before));
 }
 
+/* Whether a conv spec's kernel (constant weights, the options' width) cuts its input channels
+ * into K blocks: its IR has the "partial" scratch that carries sums between them. */
+static bool kernel_has_k_blocks(const conv_spec_t* s, const stax_jit_compile_options_t* options) {
+  stax_jit_backend_t* backend = tg_backend();
+  if (!backend) return false;
+  test_group_t tg;
+  tg_init(&tg);
+  int64_t ints[24];
+  build_conv(&tg, s, ints, STAX_DTYPE_FLOAT32);
+  stax_jit_compile_options_t opts = options ? *options : (stax_jit_compile_options_t){0};
+  opts.keep_kernel_ir = true;
+  stax_jit_kernel_t* kernel = NULL;
+  CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "k_blocks_ir"), &opts, &kernel));
+  const char* ir = kernel ? stax_jit_kernel_ir_text(kernel) : NULL;
+  bool blocked = ir && strstr(ir, "partial[") != NULL;
+  if (kernel) stax_jit_kernel_release(kernel);
+  tg_free(&tg);
+  return blocked;
+}
+
+/* Input channels in K blocks (lower_conv.c choose_k_blocks), forced small with
+ * STAX_JIT_CONV_KC so small shapes take every part of the nest: the first block, the middle
+ * loop, the last (with the epilogue), channel counts off the block (9 = 5 + 4, 17 = 6 + 6 + 5,
+ * 37 in five blocks), a block of one channel, groups, depthwise (one channel per group: no
+ * blocks), strides (phase-split rows), dilations, 1-D and 3-D, residuals (full, broadcast, X
+ * itself), the Conv's own output stored too (partial sums must not leak into it), constant
+ * weights (packed panels) at three widths, and the thread pool (rows, channel tiles or
+ * positions in parallel with blocks inside). Then the natural block size: a 64-channel 3x3
+ * conv over 20-wide rows blocks on its own, rows narrower than a vector or
+ * STAX_JIT_CONV_K_BLOCKS=0 do not. */
+static void test_k_blocks(void) {
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(tg_sys(), 4, &pool));
+  stax_jit_compile_options_t widths[3] = {
+      {.vector_bits = 128}, {.vector_bits = 256}, {.vector_bits = 512, .thread_count = 4}};
+  int32_t before = cases_run, k_blocked = 0;
+  static const int64_t channels[] = {9, 17, 37, 12};
+  static const char* const block_sizes[] = {"4", "6", "8", "1"};
+  for (int32_t i = 0; i < 24; i++) {
+    setenv("STAX_JIT_CONV_KC", block_sizes[i % 4], 1);
+    conv_spec_t s = base_spec(i % 8 == 7 ? 1 : 2);
+    s.n = 1 + i % 2;
+    s.c = channels[i % 4];
+    s.m = 5 + 3 * (i % 5); /* 5 .. 17: full and edge channel tiles */
+    if (i % 6 == 4) {
+      s.group = 2;
+      s.c = 2 * channels[i % 4];
+      s.m = 2 * (4 + i % 3);
+    }
+    if (i % 6 == 5) s.group = s.m = s.c; /* depthwise: Cg = 1, never blocked */
+    for (int32_t d = 0; d < s.spatial; d++) {
+      s.kernel[d] = i % 5 == 3 ? 1 : 3;
+      s.strides[d] = i % 4 == 2 && d == s.spatial - 1 ? 2 : 1;
+      s.dilations[d] = i % 7 == 1 ? 2 : 1;
+      s.pads[d] = s.pads[s.spatial + d] = s.kernel[d] == 3 ? 1 : 0;
+      s.input[d] = d == s.spatial - 1 ? 9 + 5 * (i % 6) : 4 + i % 3; /* 9 .. 34 wide */
+    }
+    s.bias = i % 3 != 1;
+    s.activation = i % 2 ? STAX_OP_Relu : STAX_OP_Gelu;
+    s.residual = (int32_t)(i % 3);
+    if (i % 8 == 6 && s.group == 1) {
+      s.m = s.c; /* X itself as the residual: same size out */
+      for (int32_t d = 0; d < s.spatial; d++) s.strides[d] = s.dilations[d] = 1;
+      s.residual = 3;
+    }
+    s.conv_output = i % 4 == 1;
+    s.x_layout = i % 5 == 0 ? 3 : 0;
+    const stax_jit_compile_options_t* options = &widths[i % 3];
+    stax_threadpool_t* run_pool = options->thread_count > 1 ? pool : NULL;
+    conv_case(&s, options, run_pool, "k_blocks");
+    /* Channel tiles (512 bits, rows of at most 8, 16 channels per group) take no blocks. */
+    int64_t row = output_size(&s, s.spatial - 1);
+    bool channel_tiles = options->vector_bits == 512 && row > 0 && row <= 8 && s.m / s.group >= 16;
+    conv_case_constant(&s, options, run_pool, "k_blocks_constant", channel_tiles);
+    int64_t block = atoll(block_sizes[i % 4]), lanes = options->vector_bits / 32;
+    bool blocked = !channel_tiles && row >= lanes && s.c / s.group > block;
+    bool has = kernel_has_k_blocks(&s, options);
+    if (has != blocked) fprintf(stderr, "k_blocks case %d: blocks expected %d\n", (int)i, (int)blocked);
+    CHECK(has == blocked);
+    k_blocked += blocked;
+  }
+  /* A 3-D conv and a 4-thread nest whose parallel loop is the channel tiles (1-D, N = 1). */
+  setenv("STAX_JIT_CONV_KC", "3", 1);
+  conv_spec_t s = base_spec(3);
+  s.c = 10;
+  s.m = 7;
+  s.input[0] = 4;
+  s.input[1] = 5;
+  s.input[2] = 11;
+  s.kernel[0] = s.kernel[1] = s.kernel[2] = 3;
+  s.pads[0] = s.pads[1] = s.pads[2] = s.pads[3] = s.pads[4] = s.pads[5] = 1;
+  s.bias = true;
+  s.activation = STAX_OP_Relu;
+  s.residual = 1;
+  conv_case(&s, NULL, NULL, "k_blocks_3d");
+  s = base_spec(1);
+  s.c = 11;
+  s.m = 53;
+  s.input[0] = 40;
+  s.kernel[0] = 5;
+  s.pads[0] = 2;
+  s.pads[1] = 1;
+  s.bias = true;
+  s.activation = STAX_OP_Relu;
+  stax_jit_compile_options_t four = {.thread_count = 4};
+  conv_case(&s, &four, pool, "k_blocks_threads_channels");
+  CHECK(kernel_has_k_blocks(&s, &four));
+  setenv("STAX_JIT_CONV_K_BLOCKS", "0", 1);
+  CHECK(!kernel_has_k_blocks(&s, &four));
+  unsetenv("STAX_JIT_CONV_K_BLOCKS");
+  unsetenv("STAX_JIT_CONV_KC");
+  /* The natural block size: 64 input channels of 3x3 over 20-wide rows (3 x 22 padded floats
+   * and a 6 x 9 weight panel per channel: blocks of about 40) block; rows of 3 do not. */
+  s = base_spec(2);
+  s.c = 64;
+  s.m = 8;
+  s.input[0] = 6;
+  s.input[1] = 20;
+  s.kernel[0] = s.kernel[1] = 3;
+  s.pads[0] = s.pads[1] = s.pads[2] = s.pads[3] = 1;
+  s.bias = true;
+  s.activation = STAX_OP_Relu;
+  s.residual = 1;
+  stax_jit_compile_options_t avx2 = {.vector_bits = 256};
+  CHECK(kernel_has_k_blocks(&s, &avx2));
+  conv_case(&s, &avx2, NULL, "k_blocks_natural");
+  conv_case_constant(&s, &avx2, pool, "k_blocks_natural_constant", false);
+  s.input[1] = 3; /* narrower than a vector at any width */
+  CHECK(!kernel_has_k_blocks(&s, &avx2));
+  conv_case(&s, &avx2, NULL, "k_blocks_narrow_rows");
+  stax_threadpool_destroy(pool);
+  CHECK(k_blocked >= 8);
+  printf("  %d convolutions around K blocks (%d random specs blocked)\n",
+         (int)(cases_run - before), (int)k_blocked);
+}
+
 static void test_empty(void) {
   conv_spec_t s = base_spec(2);
   s.n = 0;
@@ -640,5 +778,5 @@ static void test_conv_performance(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_random_convs), STAX_TEST(test_odd_sizes),
-               STAX_TEST(test_channel_tiles), STAX_TEST(test_empty),
+               STAX_TEST(test_channel_tiles), STAX_TEST(test_k_blocks), STAX_TEST(test_empty),
                STAX_TEST(test_threads), STAX_TEST(test_refusals), STAX_TEST(test_conv_performance))
