@@ -29,7 +29,7 @@ def head(k, n, gemm):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("k,n,gemm", [(512, 1000, True), (64, 181, False), (96, 1003, False),
-                                      (40, 37, True)])
+                                      (40, 37, True), (1100, 1957, False)])
 def test_head_matches_interpreter_over_batch_sizes(threads, k, n, gemm):
     data = head(k, n, gemm)
     compiled = stax.load(data, options=stax.Options(num_threads=threads, jit="sync"))

@@ -26,6 +26,7 @@ static void mark_rows(test_group_t* tg, int32_t v, bool mark) {
 
 static int64_t g_c = 48;     /* elementwise / row length */
 static int64_t g_k = 24;     /* matmul K */
+static int32_t g_threads = 0; /* the compile's thread count (0: the default) */
 static int64_t g_n = 40;     /* matmul N (an edge panel on every vector width) */
 static bool g_const_weight;  /* the matmul weight carries its contents */
 
@@ -196,7 +197,8 @@ static void run_generic_case(const generic_case_t* c, int32_t vector_bits) {
   c->build(&compile_tg, 1, example, true);
   const stax_jit_group_t* group = tg_group(&compile_tg, c->name);
   compile_tg.group.rows_generic = true;
-  stax_jit_compile_options_t options = {.vector_bits = vector_bits, .keep_kernel_ir = true};
+  stax_jit_compile_options_t options = {.vector_bits = vector_bits, .keep_kernel_ir = true,
+                                        .thread_count = g_threads};
   stax_jit_kernel_t* kernel = NULL;
   CHECK_OK(stax_jit_compile_group(backend, group, &options, &kernel));
   if (!kernel) {
@@ -205,6 +207,9 @@ static void run_generic_case(const generic_case_t* c, int32_t vector_bits) {
   }
   const char* text = stax_jit_kernel_ir_text(kernel);
   CHECK(text && strstr(text, "rows-generic") != NULL);
+  /* The split one-row stage where it is due (g_threads = 2 over a large weight). */
+  if (g_threads > 1 && g_k * g_n >= 2 * (1 << 20))
+    CHECK(text && strstr(text, "matmul_rows1_rest") != NULL);
   /* The example row count (4093 inside lowering, 37 here) never reaches the text. */
   CHECK(text && strstr(text, "4093") == NULL && strstr(text, "[37") == NULL);
   stax_threadpool_t* pool = stax_threadpool_default();
@@ -306,6 +311,17 @@ static void test_generic_matmul(void) {
       run_generic_case(&c, bits);
     }
   }
+  /* A weight worth two tasks at 2 threads: one to three rows run the split one-row stage
+   * (spans of panels in parallel, then the panels left over and the partial panel). */
+  g_k = 1100;
+  g_n = 1957;
+  g_threads = 2;
+  for (int32_t w = 0; w < 3; w++) {
+    g_const_weight = w != 1;
+    generic_case_t c = {"generic_matmul", build_matmul, 0, 14, 1e-4, 1e-5};
+    run_generic_case(&c, widths[w]);
+  }
+  g_threads = 0;
   g_k = 24;
   g_n = 40;
   for (int32_t w = 0; w < 2; w++) {
