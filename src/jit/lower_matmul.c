@@ -317,9 +317,9 @@ static void emit_tile_span(matmul_t* m, stax_kir_block_t* block, const stax_kir_
   stax_kir_index_add_scaled(k, &partial, row_base, m->nr);
   stax_kir_index_add_term(k, &partial, j, 1);
   bool resume = part->kind == PART_MIDDLE || part->kind == PART_LAST;
+  /* Callers pass span > 1 only for one-row tiles of whole panels over all of K (the partial
+   * buffer holds one panel's sums per tile); rows * span stays within 12 x 1 or 1 x 4. */
   enum { kMaxSums = 32 };
-  if (span < 1 || rows * span > kMaxSums || (span > 1 && (part->kind != PART_WHOLE || lanes != m->nr)))
-    span = 1;
   int32_t accumulators[kMaxSums]; /* [row][panel of the span] */
   for (int32_t r = 0; r < rows; r++) {
     for (int32_t q = 0; q < span; q++) {
@@ -471,6 +471,20 @@ static stax_kir_loop_t* tile_loop(matmul_t* m, stax_kir_block_t* block, const ch
   return loop;
 }
 
+/* A loop of `count` tiles of `span` whole panels each (emit_tile_span), the first at panel
+ * `first`, `rows` rows from row_base; parallel when asked (`macs` per tile). */
+static void emit_panel_loop(matmul_t* m, stax_kir_block_t* block, const char* name,
+                            const stax_kir_index_t* row_base, int64_t first, int64_t count,
+                            int32_t rows, int32_t span, bool parallel, const k_part_t* part) {
+  stax_kir_loop_t* loop =
+      tile_loop(m, block, name, count, parallel, (int64_t)rows * span * m->nr * m->kdim);
+  if (!loop) return;
+  int32_t id = stax_kir_loop_id(m->k, loop);
+  stax_kir_index_t panel = form_of(m, id, span, first);
+  stax_kir_index_t col_base = form_of(m, id, span * m->nr, first * m->nr);
+  emit_tile_span(m, &loop->body, row_base, &col_base, &panel, rows, m->nr, part, span);
+}
+
 static const k_part_t whole_k = {PART_WHOLE, {0, 0, {0}, {0}}, 0};
 
 /* The original, unblocked nest: every tile runs all of K. Used when there are few row tiles
@@ -511,20 +525,11 @@ static void emit_compute_unblocked(matmul_t* m, stax_kir_block_t* block, bool ba
     /* One row (a GEMV): spans of panels in parallel (emit_tile_span), the panels left over
      * and the partial panel serial after them. */
     int64_t spans = panels / ROW_TILE_SPAN, rest = panels % ROW_TILE_SPAN;
-    stax_kir_loop_t* p =
-        tile_loop(m, block, "p", spans, true, ROW_TILE_SPAN * m->nr * m->kdim);
-    if (p) {
-      stax_kir_index_t row_base = stax_kir_index_constant(0);
-      stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p), ROW_TILE_SPAN, 0);
-      stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p), ROW_TILE_SPAN * m->nr, 0);
-      emit_tile_span(m, &p->body, &row_base, &col_base, &panel, 1, m->nr, part, ROW_TILE_SPAN);
-    }
+    stax_kir_index_t row_base = stax_kir_index_constant(0);
+    emit_panel_loop(m, block, "p", &row_base, 0, spans, 1, ROW_TILE_SPAN, true, part);
     if (rest || edge_lanes) {
       stax_kir_block_t* tail = stax_kir_add_stage(k, "matmul_rest");
-      stax_kir_loop_t* r = tile_loop(m, tail, "pr", rest, false, 0);
-      if (r)
-        emit_tile_at(m, &r->body, edge_row, (tile_axis_t){stax_kir_loop_id(k, r), spans * ROW_TILE_SPAN},
-                     1, m->nr, part);
+      emit_panel_loop(m, tail, "pr", &row_base, spans * ROW_TILE_SPAN, rest, 1, 1, false, part);
       if (edge_lanes) emit_tile_at(m, tail, edge_row, edge_panel, 1, edge_lanes, part);
     }
     return;
@@ -859,24 +864,13 @@ static void choose_blocking(matmul_t* m) {
 static void emit_rows_tiles(matmul_t* m, stax_kir_block_t* block, const stax_kir_index_t* row_base,
                             bool all_panels, int64_t panels, int32_t edge_lanes,
                             const k_part_t* part) {
-  stax_kir_kernel_t* k = m->k;
   if (all_panels && panels > 0) {
     /* One-row tiles take ROW_TILE_SPAN panels at once (emit_tile_span), the panels left
      * over one at a time. */
     int32_t span = m->mr == 1 && part->kind == PART_WHOLE ? ROW_TILE_SPAN : 1;
-    int64_t spans = panels / span, rest = panels % span;
-    stax_kir_loop_t* p = tile_loop(m, block, "p", spans, false, 0);
-    if (p) {
-      stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p), span, 0);
-      stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p), span * m->nr, 0);
-      emit_tile_span(m, &p->body, row_base, &col_base, &panel, m->mr, m->nr, part, span);
-    }
-    stax_kir_loop_t* p_rest = tile_loop(m, block, "pr", rest, false, 0);
-    if (p_rest) {
-      stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, p_rest), 1, spans * span);
-      stax_kir_index_t col_base = form_of(m, stax_kir_loop_id(k, p_rest), m->nr, spans * span * m->nr);
-      emit_tile(m, &p_rest->body, row_base, &col_base, &panel, m->mr, m->nr, part);
-    }
+    int64_t spans = panels / span;
+    emit_panel_loop(m, block, "p", row_base, 0, spans, m->mr, span, false, part);
+    emit_panel_loop(m, block, "pr", row_base, spans * span, panels % span, m->mr, 1, false, part);
   }
   if (edge_lanes) {
     stax_kir_index_t panel = stax_kir_index_constant(panels);
@@ -1000,9 +994,7 @@ static void emit_rows_split(matmul_t* m, int64_t panels, int32_t edge_lanes, con
   int64_t spans = panels / ROW_TILE_SPAN, rest = panels % ROW_TILE_SPAN;
   stax_kir_block_t* block = stax_kir_add_stage(k, "matmul_rows1");
   if (!block) return;
-  stax_kir_stage_t* stage = k->stages[k->stage_count - 1];
-  stage->run_max_rows = REST_TILE_ROWS - 1;
-  stage->parallel_min_rows = 0;
+  k->stages[k->stage_count - 1]->run_max_rows = REST_TILE_ROWS - 1;
   int32_t saved_mr = m->mr;
   m->mr = 1;
   stax_kir_loop_t* p = tile_loop(m, block, "p", spans, true, ROW_TILE_SPAN * m->nr * m->kdim);
@@ -1024,13 +1016,8 @@ static void emit_rows_split(matmul_t* m, int64_t panels, int32_t edge_lanes, con
       if (i) {
         i->extent_param = 0;
         stax_kir_index_t row_base = form_of(m, stax_kir_loop_id(k, i), 1, 0);
-        stax_kir_loop_t* pr = tile_loop(m, &i->body, "pr", rest, false, 0);
-        if (pr) {
-          stax_kir_index_t panel = form_of(m, stax_kir_loop_id(k, pr), 1, spans * ROW_TILE_SPAN);
-          stax_kir_index_t col_base =
-              form_of(m, stax_kir_loop_id(k, pr), m->nr, spans * ROW_TILE_SPAN * m->nr);
-          emit_tile(m, &pr->body, &row_base, &col_base, &panel, 1, m->nr, part);
-        }
+        emit_panel_loop(m, &i->body, "pr", &row_base, spans * ROW_TILE_SPAN, rest, 1, 1, false,
+                        part);
         if (edge_lanes) {
           stax_kir_index_t panel = stax_kir_index_constant(panels);
           stax_kir_index_t col_base = stax_kir_index_constant(panels * m->nr);

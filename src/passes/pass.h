@@ -107,6 +107,10 @@ STAX_MUST_USE stax_status_t stax_pass_insert_node(stax_pass_ctx_t* ctx, stax_nod
  * (nothing may use them). */
 void stax_pass_compact(stax_pass_ctx_t* ctx);
 
+/* The ops `widen` computes in float32 between Casts when their values are 16-bit (widen.c;
+ * `stax info` asks it too). */
+bool stax_pass_widens_op(stax_op_t op);
+
 /* ---- the passes (one file each) ------------------------------------------------------------ */
 
 #define STAX_PASS(name, summary) \

@@ -23,14 +23,14 @@
 #include "passes/pass.h"
 #include "runtime/tensor_internal.h"
 
-static bool stax_widen_op(stax_op_t op) {
+bool stax_pass_widens_op(stax_op_t op) {
   return op == STAX_OP_MatMul || op == STAX_OP_Gemm || op == STAX_OP_Conv ||
          op == STAX_OP_MaxPool || op == STAX_OP_GlobalMaxPool;
 }
 
 /* Every present input has the 16-bit dtype of the one output. */
 static bool stax_widen_candidate(const stax_graph_t* g, const stax_node_t* node) {
-  if (!stax_widen_op(node->op) || node->output_count != 1 ||
+  if (!stax_pass_widens_op(node->op) || node->output_count != 1 ||
       node->outputs[0] == STAX_VALUE_NONE || node->input_count < 1 || node->input_count > 3)
     return false;
   stax_dtype_t dtype = g->values[node->outputs[0]].dtype;

@@ -2,6 +2,8 @@
  * unsupported ops; with --passes, what the graph passes did. */
 #include <string.h>
 
+#include "jit/jit.h"
+#include "passes/pass.h"
 #include "tools/cli.h"
 
 static void print_info_help(FILE* f) {
@@ -33,23 +35,17 @@ static void print_graph_value(stax_graph_t* graph, stax_value_id_t value) {
 }
 
 
-/* A 16-bit node the JIT leaves to the interpreter (docs/jit.md, "16-bit floats"): the lowerings
- * of these ops are float32 only, and the widen pass does not compute them in float32 (an
- * average's kernel rounds once from double; a BatchNormalization is widened only with the Conv
- * before it, and then folded into it). */
+/* A 16-bit node the JIT leaves to the interpreter (docs/jit.md, "16-bit floats"): an op whose
+ * lowering is float32 only (stax_jit_op_dtype_lowered) that the widen pass does not compute in
+ * float32 (an average's kernel rounds once from double), and a BatchNormalization, which the
+ * JIT never lowers and bnfold folds in 16 bits only after a Conv (widened with it). */
 static bool half_interprets(const stax_graph_t* graph, int32_t n) {
-  switch (stax_node_op(graph, n)) {
-    case STAX_OP_AveragePool:
-    case STAX_OP_GlobalAveragePool:
-    case STAX_OP_ConvTranspose:
-      return true;
-    case STAX_OP_BatchNormalization: {
-      stax_node_id_t producer = stax_value_producer(graph, stax_node_input(graph, n, 0));
-      return producer < 0 || stax_node_op(graph, producer) != STAX_OP_Conv;
-    }
-    default:
-      return false;
+  stax_op_t op = stax_node_op(graph, n);
+  if (op == STAX_OP_BatchNormalization) {
+    stax_node_id_t producer = stax_value_producer(graph, stax_node_input(graph, n, 0));
+    return producer < 0 || stax_node_op(graph, producer) != STAX_OP_Conv;
   }
+  return !stax_jit_op_dtype_lowered(op, STAX_DTYPE_FLOAT16) && !stax_pass_widens_op(op);
 }
 
 static void print_graph_info(stax_graph_t* graph) {
