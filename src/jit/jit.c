@@ -484,6 +484,26 @@ static const void* kernel_prefill(stax_jit_kernel_t* kernel, int32_t b, const ke
   return stax_buffer_derived_put(owner, key, fresh, bytes);
 }
 
+/* Runs the kernel with its constant-filled scratch (packed weights) made once and kept with
+ * the constant, the other stages as usual; `values`: a symbolic kernel's parameters. */
+static stax_status_t run_prefilled(stax_jit_kernel_t* kernel, stax_tensor_t* const* inputs,
+                                   void* const* data, int64_t rows, const int64_t* values,
+                                   stax_threadpool_t* pool) {
+  void* prefilled[MAX_STACK_BUFFERS];
+  bool any = false;
+  if (kernel->buffer_count <= MAX_STACK_BUFFERS) {
+    for (int32_t b = 0; b < kernel->buffer_count; b++) prefilled[b] = NULL;
+    for (int32_t s = 0; s < kernel->stage_count; s++) {
+      const kernel_stage_t* stage = &kernel->stages[s];
+      if (stage->fills < 0 || prefilled[stage->fills]) continue;
+      prefilled[stage->fills] =
+          (void*)(uintptr_t)kernel_prefill(kernel, stage->fills, stage, inputs, data, rows, pool);
+      any = any || prefilled[stage->fills];
+    }
+  }
+  return kernel_run(kernel, data, any ? prefilled : NULL, -1, rows, values, pool);
+}
+
 /* A rows argument of a rows-generic kernel: the tensor's leading dims (all but the buffer's
  * last rank - 1) must walk as one row dim with the compiled row stride (each outer one
  * strides over the next; size-1 dims stride anyhow), and the rest must be the compiled dims
@@ -690,7 +710,7 @@ static stax_status_t symbolic_run(stax_jit_kernel_t* kernel, stax_tensor_t* cons
                                 kernel->name, kernel->buffers[o].name, kernel->buffers[i].name);
     }
   }
-  return kernel_run(kernel, data, NULL, -1, 0, values, pool);
+  return run_prefilled(kernel, inputs, data, 0, values, pool);
 }
 
 stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count,
@@ -746,22 +766,7 @@ stax_status_t stax_jit_kernel_run(stax_jit_kernel_t* kernel, int32_t input_count
             kernel->buffers[i].name);
     }
   }
-  if (status == STAX_OK) {
-    /* Scratch filled from a constant (a packed weight): made once, kept with the constant. */
-    void* prefilled[MAX_STACK_BUFFERS];
-    bool any = false;
-    if (kernel->buffer_count <= MAX_STACK_BUFFERS) {
-      for (int32_t b = 0; b < kernel->buffer_count; b++) prefilled[b] = NULL;
-      for (int32_t s = 0; s < kernel->stage_count; s++) {
-        const kernel_stage_t* stage = &kernel->stages[s];
-        if (stage->fills < 0 || prefilled[stage->fills]) continue;
-        prefilled[stage->fills] = (void*)(uintptr_t)kernel_prefill(kernel, stage->fills, stage,
-                                                                   inputs, data, rows, pool);
-        any = any || prefilled[stage->fills];
-      }
-    }
-    status = kernel_run(kernel, data, any ? prefilled : NULL, -1, rows, NULL, pool);
-  }
+  if (status == STAX_OK) status = run_prefilled(kernel, inputs, data, rows, NULL, pool);
   if (data != stack)
     stax_allocator_free(kernel->allocator, data, sizeof(void*) * (size_t)arguments);
   return status;

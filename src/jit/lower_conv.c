@@ -32,7 +32,9 @@
  * tile gets a stage of its own (a parallel loop must be alone in its stage). Edge tiles
  * (M/G % MR channels, Os % NR positions) are the same code with fewer rows / lanes; an edge of
  * positions wider than one native vector is cut into whole vectors and the rest (see
- * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile.
+ * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile. Such
+ * rows with one group, channels for two vectors and a constant weight take the GEMM over
+ * patches instead (lower_conv_patch.c), as do those of the shape-generic lowering.
  *
  * K blocks (choose_k_blocks): with many input channels per group the reduction is cut into
  * blocks of input channels, a loop just outside the channel tiles, so that a block's input
@@ -407,7 +409,7 @@ static const axis_t* find_axis(const conv_t* c, axis_kind_t kind, int32_t dim) {
 
 /* One register tile (see lower_internal.h), for both lowerings: `rows` output channels x
  * `lanes` positions from the tile's forms. */
-/* Where a tile's weights start in emit_weight_pack's panels [G][tile][Cg][taps][T]: at group
+/* Where a tile's weights start in lower_conv_pack_weights' panels [G][tile][Cg][taps][T]: at group
  * `group`, the panel of the tile whose first channel (within the group) is `channels`, input
  * channel 0, tap 0. A full tile's form is a loop counter times T (its panel, T*Cg*taps on);
  * an edge piece's is a constant, possibly past a tile boundary by whole vectors (emit_axes
@@ -427,7 +429,7 @@ static stax_kir_index_t packed_weight_index(stax_kir_kernel_t* k, const lower_co
 /* A tile's epilogue at the current output point (L->forms): `value` (the accumulated sum,
  * averaged for a pool) + B at the point's channel, as the Conv's output, then every group
  * output stored (the group's elementwise ops read it). */
-static void store_epilogue(lower_t* L, const lower_conv_geometry_t* g, stax_kir_block_t* block,
+void lower_conv_store_epilogue(lower_t* L, const lower_conv_geometry_t* g, stax_kir_block_t* block,
                            const stax_kir_expr_t* value) {
   stax_kir_kernel_t* k = L->kernel;
   if (g->bias >= 0) {
@@ -636,7 +638,7 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
           stax_kir_binary(k, STAX_KIR_DIV, value,
                           counted >= 0 ? stax_kir_local(k, counted)
                                        : stax_kir_float(k, STAX_DTYPE_FLOAT64, g->divisor)));
-    store_epilogue(L, g, &columns->body, value);
+    lower_conv_store_epilogue(L, g, &columns->body, value);
   }
 }
 
@@ -682,18 +684,17 @@ static void emit_tile(conv_t* c, stax_kir_block_t* block) {
  * Cg*taps apart, and even channel-innermost, one tap's T lanes every Mg floats, the
  * prefetchers cannot follow across pages). The stage only turns the constant W into that
  * layout: the host runs it once per weight and keeps the result with it. */
-static void emit_weight_pack(conv_t* c) {
-  stax_kir_kernel_t* k = c->k;
-  const lower_conv_geometry_t* g = &c->g;
-  const stax_jit_value_t* w = lower_value(c->L, g->w);
+int32_t lower_conv_pack_weights(lower_t* L, const lower_conv_geometry_t* g, int64_t tile) {
+  stax_kir_kernel_t* k = L->kernel;
+  const stax_jit_value_t* w = lower_value(L, g->w);
   int64_t taps = 1;
   for (int32_t i = 0; i < g->spatial; i++) taps *= g->window.kernel[i];
-  int64_t tile = c->mr, tiles = (g->mg + tile - 1) / tile, panel = g->cg * taps * tile;
+  int64_t tiles = (g->mg + tile - 1) / tile, panel = g->cg * taps * tile;
   int64_t dims[1] = {g->group * tiles * panel};
-  c->packed_w = stax_kir_add_buffer(k, "wt", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1,
-                                    dims, NULL);
+  int32_t packed = stax_kir_add_buffer(k, "wt", STAX_KIR_BUFFER_SCRATCH, STAX_DTYPE_FLOAT32, 1,
+                                       dims, NULL);
   stax_kir_block_t* block = stax_kir_add_stage(k, "pack_w");
-  if (c->packed_w < 0 || !block) return;
+  if (packed < 0 || !block) return -1;
   int32_t stage = k->stage_count - 1;
   int64_t full = g->mg / tile, edge = g->mg % tile;
   /* Full tiles (a loop), then the edge tile (a constant tile index). */
@@ -701,37 +702,37 @@ static void emit_weight_pack(conv_t* c) {
     int64_t count = part == 0 ? full : (edge > 0 ? 1 : 0), lanes = part == 0 ? tile : edge;
     if (count == 0) continue;
     stax_kir_index_t source = stax_kir_index_constant(0), target = stax_kir_index_constant(0);
-    stax_kir_loop_t* loop = add_loop(c, block, "wg", g->group);
-    if (!loop) return;
+    stax_kir_loop_t* loop = lower_sym_loop(k, block, "wg", lower_sym_const(g->group));
+    if (!loop) return -1;
     stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), g->mg * w->strides[0]);
     stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), tiles * panel);
     if (part == 0) {
-      loop = add_loop(c, &loop->body, "wt", full);
-      if (!loop) return;
+      loop = lower_sym_loop(k, &loop->body, "wt", lower_sym_const(full));
+      if (!loop) return -1;
       stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), tile * w->strides[0]);
       stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), panel);
     } else {
       source.constant += full * tile * w->strides[0];
       target.constant += full * panel;
     }
-    loop = add_loop(c, &loop->body, "wc", g->cg);
-    if (!loop) return;
+    loop = lower_sym_loop(k, &loop->body, "wc", lower_sym_const(g->cg));
+    if (!loop) return -1;
     stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), w->strides[1]);
     stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), taps * tile);
     int64_t after = taps;
     for (int32_t i = 0; i < g->spatial; i++) {
       after /= g->window.kernel[i];
-      loop = add_loop(c, &loop->body, "wk", g->window.kernel[i]);
-      if (!loop) return;
+      loop = lower_sym_loop(k, &loop->body, "wk", lower_sym_const(g->window.kernel[i]));
+      if (!loop) return -1;
       stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), w->strides[2 + i]);
       stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), after * tile);
     }
-    loop = add_loop(c, &loop->body, "wm", lanes);
-    if (!loop) return;
+    loop = lower_sym_loop(k, &loop->body, "wm", lower_sym_const(lanes));
+    if (!loop) return -1;
     stax_kir_index_add_term(k, &source, stax_kir_loop_id(k, loop), w->strides[0]);
     stax_kir_index_add_term(k, &target, stax_kir_loop_id(k, loop), 1);
-    stax_kir_add_store(k, &loop->body, c->packed_w, &target,
-                       stax_kir_load(k, c->L->buffer[g->w], &source));
+    stax_kir_add_store(k, &loop->body, packed, &target,
+                       stax_kir_load(k, L->buffer[g->w], &source));
   }
   uint64_t key = stax_hash_combine(0xc0a7e17ull, (uint64_t)g->group);
   key = stax_hash_combine(key, (uint64_t)g->cg);
@@ -741,9 +742,10 @@ static void emit_weight_pack(conv_t* c) {
     key = stax_hash_combine(key, (uint64_t)w->dims[d]);
     key = stax_hash_combine(key, (uint64_t)w->strides[d]);
   }
-  k->stages[stage]->fills = c->packed_w;
-  k->stages[stage]->source = c->L->buffer[g->w];
+  k->stages[stage]->fills = packed;
+  k->stages[stage]->source = L->buffer[g->w];
   k->stages[stage]->fill_key = key;
+  return packed;
 }
 
 /* A channel tile: a vector loop over `size` output channels of the channel axis, holding one
@@ -841,7 +843,7 @@ static void emit_channel_tile(conv_t* c, stax_kir_block_t* block) {
     L->forms[2 + last].constant += p % cols;
     lower_new_point(L);
     const stax_kir_expr_t* value = stax_kir_local(k, accumulators[p]);
-    store_epilogue(L, g, &lanes->body, value);
+    lower_conv_store_epilogue(L, g, &lanes->body, value);
   }
 }
 
@@ -1110,6 +1112,22 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
     c.source = L->buffer[c.g.x];
     memcpy(c.source_strides, x->strides, sizeof(int64_t) * (size_t)x->rank);
   }
+  /* Rows narrower than a position tile, with channels enough for vectors over them: a GEMM
+   * over the plane's patches (lower_conv_patch.c) fills every lane. */
+  if (!c.channel_vectors && row < c.nr && lower_conv_patch_fits(L, &c.g)) {
+    lower_conv_patch_t patch = {.g = &c.g,
+                                .source = c.source,
+                                .phases = c.phases,
+                                .phase_length = lower_sym_const(c.phase_length),
+                                .batch = c.batch_param >= 0 ? lower_sym_param(c.batch_param)
+                                                            : lower_sym_const(c.g.batch),
+                                .when = lower_sym_const(0)};
+    for (int32_t d = 0; d < 2 + c.g.spatial; d++)
+      patch.src_strides[d] = lower_sym_const(c.source_strides[d]);
+    for (int32_t i = 0; i < c.g.spatial; i++)
+      patch.out[i] = lower_sym_const(c.g.window.output[i]);
+    return lower_conv_patch(L, &patch);
+  }
   /* The loop order: weights (per group) larger than one image's input plane set -> channel
    * tiles outermost. */
   {
@@ -1121,13 +1139,13 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
     }
     c.weights_outer = w_bytes > x_bytes && !getenv_flag_off("STAX_JIT_CONV_WEIGHTS_OUTER");
   }
-  /* Constant weights go into per-tile panels (emit_weight_pack) for either tile kind: a
+  /* Constant weights go into per-tile panels (lower_conv_pack_weights) for either tile kind: a
    * position tile's rows then read one sequential stream of MR-channel runs instead of
    * scalars Cg*taps apart. */
   c.packed_w = -1;
   if (weight->constant &&
       (c.channel_vectors || !getenv_flag_off("STAX_JIT_CONV_PACK_WEIGHTS")))
-    emit_weight_pack(&c);
+    c.packed_w = lower_conv_pack_weights(L, &c.g, c.mr);
   choose_k_blocks(&c);
   plan_nest(&c);
   emit_axes(&c, stax_kir_add_stage(c.k, "conv"), 0);

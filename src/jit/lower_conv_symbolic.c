@@ -20,7 +20,9 @@
  * more at O_last - W overlapping the one before it (its outputs are recomputed from the same
  * inputs in the same order: the same values; no code per tail, no recompiling). Stages whose
  * tiles are narrower than the widest take 2 x MR channels (more FMA chains in the same
- * registers, as lower_conv.c does for narrow rows). The parallel loop is fixed per kernel: the
+ * registers, as lower_conv.c does for narrow rows); with one group, channels for two vectors
+ * and a constant weight, the sizes under the widest width take the GEMM over patches
+ * (lower_conv_patch.c) instead of the narrower stages. The parallel loop is fixed per kernel: the
  * first of a fixed batch, the groups, the outer output rows and the channel tiles that gives
  * every thread an iteration (an open outer dim always does), else an open batch. The host verifies every access at each new tuple of
  * sizes before running it (kernel_ir.h, symbolic kernels).
@@ -601,20 +603,35 @@ static void plan_nest(sconv_t* c) {
 }
 
 /* The compute: one stage per position tile width, each for the O_last it serves. */
-static void emit_compute(sconv_t* c) {
+static stax_status_t emit_compute(sconv_t* c) {
   lower_sym_t o_last = c->axes[c->axis_count - 1].extent;
+  /* Rows narrower than the widest tile, with channels enough for vectors over them: a GEMM
+   * over the plane's patches (lower_conv_patch.c) instead of the narrow stages. */
+  bool patch = lower_sym_possible(o_last, 1, c->nr - 1) && lower_conv_patch_fits(c->L, c->g);
   int64_t upper = INT64_MAX;
   for (int32_t width = c->nr; width >= 1; width = width > 4 ? width / 2 : width == 4 ? 1 : 0) {
     int64_t lo = width, hi = upper;
     upper = width - 1;
-    if (!lower_sym_possible(o_last, lo, hi)) continue;
+    if (!lower_sym_possible(o_last, lo, hi) || (patch && width < c->nr)) continue;
     c->width = width;
     c->stage_mr = width < c->nr ? 2 * c->mr : c->mr;
     c->when_lo = lo;
     c->when_hi = hi;
     emit_axes(c, add_stage(c, "conv"), 0);
-    if (stax_kir_kernel_status(c->k)) return;
+    STAX_RETURN_IF_ERROR(stax_kir_kernel_status(c->k));
   }
+  if (!patch) return STAX_OK;
+  lower_conv_patch_t p = {.g = c->g,
+                          .source = c->source,
+                          .phases = c->phases,
+                          .phase_length = c->phase_length,
+                          .batch = space_dim(c, 0),
+                          .when = o_last,
+                          .when_lo = 1,
+                          .when_hi = c->nr - 1};
+  for (int32_t d = 0; d < 2 + c->spatial; d++) p.src_strides[d] = c->src_strides[d];
+  for (int32_t i = 0; i < c->spatial; i++) p.out[i] = space_dim(c, 2 + i);
+  return lower_conv_patch(c->L, &p);
 }
 
 stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
@@ -644,6 +661,6 @@ stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
   }
   STAX_RETURN_IF_ERROR(stax_kir_kernel_status(c.k));
   plan_nest(&c);
-  emit_compute(&c);
+  STAX_RETURN_IF_ERROR(emit_compute(&c));
   return stax_kir_kernel_status(c.k);
 }

@@ -214,6 +214,33 @@ typedef struct lower_conv_tile_t {
 } lower_conv_tile_t;
 
 void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_tile_t* tile);
+/* A tile's epilogue at the current output point (L->forms): `value` + B at the point's channel,
+ * as the Conv's output, then every group output stored (the group's elementwise ops read it). */
+void lower_conv_store_epilogue(lower_t* L, const lower_conv_geometry_t* g, stax_kir_block_t* block,
+                               const stax_kir_expr_t* value);
+/* Repacks the constant W into per-tile panels [G][tiles][Cg][taps][tile] (the last tile's
+ * lanes past Mg unused) in a stage the host runs once per weight; returns the scratch buffer
+ * ("wt"), or -1 with the kernel's status set. */
+int32_t lower_conv_pack_weights(lower_t* L, const lower_conv_geometry_t* g, int64_t tile);
+/* Conv over a small output plane as a GEMM over patches (lower_conv_patch.c): the source (X,
+ * or its padded copy, as for a tile), the batch and output sizes (constants, or parameters in
+ * a symbolic kernel), and the range of `when` its stages run for (symbolic kernels: the
+ * innermost output size; ignored when constant). */
+typedef struct lower_conv_patch_t {
+  const lower_conv_geometry_t* g;
+  int32_t source;
+  lower_sym_t src_strides[STAX_MAX_RANK];
+  int64_t phases;
+  lower_sym_t phase_length;
+  lower_sym_t batch;
+  lower_sym_t out[STAX_MAX_RANK];
+  lower_sym_t when;
+  int64_t when_lo, when_hi;
+} lower_conv_patch_t;
+/* Whether the patch lowering serves this Conv: one group, a constant weight, at least one
+ * register tile's output channels, and not switched off (STAX_JIT_CONV_PATCH=0). */
+bool lower_conv_patch_fits(const lower_t* L, const lower_conv_geometry_t* g);
+STAX_MUST_USE stax_status_t lower_conv_patch(lower_t* L, const lower_conv_patch_t* patch);
 /* Symbolic groups whose Conv has open spatial dims, and pools (MaxPool, AveragePool with a
  * fixed tap count) over open dims (lower_conv_symbolic.c). */
 STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);

@@ -134,13 +134,32 @@ static void conv_case(const conv_spec_t* s, const stax_jit_compile_options_t* op
   tg_free(&tg);
 }
 
-/* conv_case with a constant weight (as a model's): the weights are repacked once into per-tile
- * panels (a "pack_w" stage filling "wt" from the constant), and on AVX-512 rows of at most 8
- * outputs with at least 16 output channels per group take channel tiles (vectors over output
- * channels), which the kernel's IR must show exactly when expected. Two runs: the second
+/* Which compute a Conv with a constant weight takes (lower_conv.c, lower_conv_patch.c). */
+typedef enum tile_kind_e {
+  POSITION_TILES, /* vectors along an output row: input vectors x<tile>_<tap> */
+  CHANNEL_TILES,  /* vectors over output channels, rows of at most half a 512-bit vector */
+  PATCH_TILES,    /* a GEMM over the plane's patches: a "patch" scratch */
+} tile_kind_t;
+
+/* The kind the exact-shape lowering picks at an explicit vector width: channel tiles for rows
+ * of at most half a native vector with a native vector of channels per group (512 bits
+ * only); patches for other rows narrower than a position tile (two native vectors) with one
+ * group and two native vectors of channels; else position tiles. */
+static tile_kind_t expected_kind(const conv_spec_t* s, const stax_jit_compile_options_t* options) {
+  int64_t lanes = options->vector_bits / 32, row = output_size(s, s->spatial - 1);
+  int64_t mg = s->group ? s->m / s->group : 0;
+  if (lanes >= 16 && row > 0 && 2 * row <= lanes && mg >= lanes) return CHANNEL_TILES;
+  if (row > 0 && row < 2 * lanes && s->group == 1 && mg >= 2 * lanes) return PATCH_TILES;
+  return POSITION_TILES;
+}
+
+/* conv_case with a constant weight (as a model's), at an explicit vector width: the weights
+ * are repacked once into per-tile panels (a "pack_w" stage filling "wt" from the constant),
+ * and the kernel's IR must show the tile kind expected_kind gives. Two runs: the second
  * reuses the repacked weights kept with the constant. */
 static void conv_case_constant(const conv_spec_t* s, const stax_jit_compile_options_t* options,
-                               stax_threadpool_t* pool, const char* label, bool channel_tiles) {
+                               stax_threadpool_t* pool, const char* label) {
+  tile_kind_t want = expected_kind(s, options);
   stax_jit_backend_t* backend = tg_backend();
   if (!backend) return;
   test_group_t tg;
@@ -162,15 +181,19 @@ static void conv_case_constant(const conv_spec_t* s, const stax_jit_compile_opti
     tg_free(&tg);
     return;
   }
-  /* Either tile kind reads the weights repacked into panels; a channel tile names its
-   * per-tap weight vectors w<tile>_<tap>, a position tile its input vectors x<tile>_<tap>. */
+  /* Every kind reads the weights repacked into panels; a channel tile names its per-tap
+   * weight vectors w<tile>_<tap>, a position tile its input vectors x<tile>_<tap>, the patch
+   * GEMM its scratch of patches. */
   const char* ir = stax_jit_kernel_ir_text(kernel);
   CHECK(ir && strstr(ir, "(fills wt from constant w)") != NULL);
-  bool channel = ir && strstr(ir, "w0_0") != NULL;
-  if (channel != channel_tiles) fprintf(stderr, "%s: channel tiles %d, expected %d\n", name,
-                                        (int)channel, (int)channel_tiles);
-  CHECK(channel == channel_tiles);
-  if (ir) CHECK((strstr(ir, "x0_0") != NULL) == !channel_tiles);
+  bool kinds[3] = {ir && strstr(ir, "x0_0") != NULL, ir && strstr(ir, "w0_0") != NULL,
+                   ir && strstr(ir, "patch[") != NULL};
+  for (int32_t kind = 0; kind < 3; kind++) {
+    if (kinds[kind] != (kind == (int32_t)want))
+      fprintf(stderr, "%s: tile kind %d %s, expected kind %d\n", name, (int)kind,
+              kinds[kind] ? "present" : "absent", (int)want);
+    CHECK(kinds[kind] == (kind == (int32_t)want));
+  }
   stax_tensor_t* expected[TG_MAX_VALUES] = {NULL};
   CHECK_OK(tg_reference(&tg, expected));
   int64_t depth = (s->c / s->group) * s->kernel[0] * s->kernel[1] * s->kernel[2];
@@ -363,7 +386,8 @@ static void test_channel_tiles(void) {
     s.activation = i % 2 ? STAX_OP_Relu : NO_ACTIVATION;
     s.residual = i % 4 == 1 ? 1 : 0;
     s.conv_output = i % 5 == 0;
-    conv_case_constant(&s, &wide, i % 3 == 0 ? pool : NULL, "channel_tiles", true);
+    CHECK(expected_kind(&s, &wide) == CHANNEL_TILES);
+    conv_case_constant(&s, &wide, i % 3 == 0 ? pool : NULL, "channel_tiles");
   }
   /* 1-D: rows of 5 outputs, 48 channels. */
   conv_spec_t s = base_spec(1);
@@ -372,20 +396,23 @@ static void test_channel_tiles(void) {
   s.input[0] = 7;
   s.kernel[0] = 3;
   s.bias = true;
-  conv_case_constant(&s, &wide, NULL, "channel_tiles_1d", true);
-  /* Position tiles stay: rows of 9, 8 channels, or 256-bit vectors. */
+  conv_case_constant(&s, &wide, NULL, "channel_tiles_1d");
+  /* Other kinds: rows of 9 (patches), 8 channels (position tiles), 256-bit vectors
+   * (patches). */
   s = base_spec(2);
   s.c = 16;
   s.m = 32;
   s.input[0] = 9;
   s.input[1] = 9;
   s.kernel[0] = s.kernel[1] = 1;
-  conv_case_constant(&s, &wide, NULL, "position_tiles_wide_row", false);
+  conv_case_constant(&s, &wide, NULL, "patches_wide_row");
   s.input[1] = 7;
   s.m = 8;
-  conv_case_constant(&s, &wide, NULL, "position_tiles_few_channels", false);
+  CHECK(expected_kind(&s, &wide) == POSITION_TILES);
+  conv_case_constant(&s, &wide, NULL, "position_tiles_few_channels");
   s.m = 32;
-  conv_case_constant(&s, &narrow, NULL, "position_tiles_256", false);
+  CHECK(expected_kind(&s, &narrow) == PATCH_TILES);
+  conv_case_constant(&s, &narrow, NULL, "patches_256");
   /* Random convolutions with constant weights at every width: packed position tiles (groups,
    * depthwise, strides into phase-split rows, dilations, channel counts off the tile), and
    * channel tiles where a 512-bit row is narrow enough. */
@@ -395,11 +422,105 @@ static void test_channel_tiles(void) {
     conv_spec_t r = random_spec(i);
     if (i % 4 == 0) r.m = 16 * (1 + i % 3) * r.group; /* enough channels for channel tiles */
     if (r.group > 1 && r.c % r.group != 0) continue;
-    bool expect = i % 3 == 2 && output_size(&r, r.spatial - 1) <= 8 &&
-                  output_size(&r, r.spatial - 1) > 0 && r.m / r.group >= 16;
-    conv_case_constant(&r, &widths[i % 3], i % 5 == 0 ? pool : NULL, "random_constant", expect);
+    conv_case_constant(&r, &widths[i % 3], i % 5 == 0 ? pool : NULL, "random_constant");
   }
   printf("  %d convolutions with a constant weight\n", (int)(cases_run - before));
+}
+
+/* Rows narrower than a position tile with one group and many channels: the GEMM over patches
+ * (lower_conv_patch.c) at three widths, on one thread and four. Planes smaller than the
+ * tile's positions (1x1, 1x2, 2x2) and around it, an edge panel of channels (M off two native
+ * vectors), strides into phase-split rows, dilations, explicit and SAME pads, 1-D and 3-D,
+ * batches, residuals (full, broadcast, X itself), the Conv's own output, transposed and
+ * strided input views, activations. */
+static void test_patches(void) {
+  stax_threadpool_t* pool = NULL;
+  CHECK_OK(stax_threadpool_create(tg_sys(), 4, &pool));
+  static const int64_t bits[] = {128, 256, 512};
+  static const int64_t channels[] = {1, 3, 8, 17, 32};
+  static const int64_t kernels[] = {3, 1, 3, 5};
+  static const stax_op_t activations[] = {STAX_OP_Relu, STAX_OP_Gelu, NO_ACTIVATION};
+  int32_t before = cases_run;
+  for (int32_t i = 0; i < 60; i++) {
+    stax_jit_compile_options_t options = {.vector_bits = (int32_t)bits[i % 3],
+                                          .thread_count = i % 4 == 1 ? 4 : 1};
+    int64_t lanes = bits[i % 3] / 32;
+    conv_spec_t s = base_spec(i % 10 == 4 ? 1 : i % 10 == 9 ? 3 : 2);
+    s.n = 1 + i % 3;
+    s.c = channels[i % 5];
+    s.m = 2 * lanes * (1 + i % 2) + (i % 4 == 3 ? lanes / 2 : 0);
+    bool same = i % 7 == 2;
+    if (same) s.auto_pad = i % 2 ? "SAME_LOWER" : "SAME_UPPER";
+    /* The innermost output size: under a position tile (and, at 512 bits, wider than a channel
+     * tile's row); the first cases are the smallest planes. */
+    int64_t lo = lanes >= 16 ? lanes / 2 + 1 : 1, hi = 2 * lanes - 1;
+    int64_t want_last = i < 9 ? lo + i % 3 : lo + (i * 7) % (hi - lo + 1);
+    for (int32_t d = 0; d < s.spatial; d++) {
+      bool last = d == s.spatial - 1;
+      s.kernel[d] = kernels[(i + d) % 4];
+      s.strides[d] = i % 5 == 2 ? 2 : 1;
+      s.dilations[d] = i % 6 == 5 && s.kernel[d] > 1 ? 2 : 1;
+      int64_t extent = s.dilations[d] * (s.kernel[d] - 1) + 1;
+      int64_t want = last ? want_last : i < 9 ? 1 + i % 2 : 1 + (i * 5) % (s.spatial == 3 ? 3 : 9);
+      if (same) {
+        s.input[d] = want * s.strides[d] - (i % (int32_t)s.strides[d]);
+        continue;
+      }
+      s.pads[d] = s.kernel[d] > 1 ? (i % 3 == 0 ? 0 : 1) : 0;
+      s.pads[s.spatial + d] = s.kernel[d] > 1 && i % 8 != 3 ? s.pads[d] : 0;
+      s.input[d] = (want - 1) * s.strides[d] + extent - s.pads[d] - s.pads[s.spatial + d];
+    }
+    s.bias = i % 3 != 1;
+    s.channel_add = i % 9 == 4;
+    s.activation = activations[i % 3];
+    s.residual = (int32_t)(i % 3);
+    if (i % 10 == 6) {
+      /* X itself as the residual: same size out. */
+      s.c = s.m;
+      s.auto_pad = "SAME_UPPER";
+      for (int32_t d = 0; d < s.spatial; d++) {
+        s.strides[d] = s.dilations[d] = 1;
+        s.pads[d] = s.pads[s.spatial + d] = 0;
+        s.input[d] = d == s.spatial - 1 ? want_last : 3;
+      }
+      s.residual = 3;
+    }
+    s.conv_output = i % 5 == 1;
+    s.x_layout = i % 11 == 5 ? 1 : i % 4 == 2 ? 3 : 0;
+    if (expected_kind(&s, &options) != PATCH_TILES)
+      fprintf(stderr, "patches case %d: expected kind %d\n", (int)i, (int)expected_kind(&s, &options));
+    CHECK(expected_kind(&s, &options) == PATCH_TILES);
+    conv_case_constant(&s, &options, options.thread_count > 1 ? pool : NULL, "patches");
+  }
+  /* Switched off: position tiles. */
+  conv_spec_t s = base_spec(2);
+  s.c = 16;
+  s.m = 32;
+  s.input[0] = s.input[1] = 7;
+  s.kernel[0] = s.kernel[1] = 3;
+  s.pads[0] = s.pads[1] = s.pads[2] = s.pads[3] = 1;
+  stax_jit_compile_options_t avx2 = {.vector_bits = 256};
+  CHECK(expected_kind(&s, &avx2) == PATCH_TILES);
+  setenv("STAX_JIT_CONV_PATCH", "0", 1);
+  test_group_t tg;
+  tg_init(&tg);
+  int64_t ints[24];
+  build_conv(&tg, &s, ints, STAX_DTYPE_FLOAT32);
+  tg.values[1].constant = tg.tensors[1];
+  stax_buffer_set_immutable(tg.tensors[1]->buffer);
+  stax_jit_compile_options_t opts = {.vector_bits = 256, .keep_kernel_ir = true};
+  stax_jit_kernel_t* kernel = NULL;
+  stax_jit_backend_t* backend = tg_backend();
+  if (backend) {
+    CHECK_OK(stax_jit_compile_group(backend, tg_group(&tg, "patches_off"), &opts, &kernel));
+    const char* ir = kernel ? stax_jit_kernel_ir_text(kernel) : NULL;
+    CHECK(ir && strstr(ir, "patch[") == NULL && strstr(ir, "x0_0") != NULL);
+    if (kernel) stax_jit_kernel_release(kernel);
+  }
+  tg_free(&tg);
+  unsetenv("STAX_JIT_CONV_PATCH");
+  stax_threadpool_destroy(pool);
+  printf("  %d convolutions as GEMMs over patches\n", (int)(cases_run - before));
 }
 
 /* Whether a conv spec's kernel (constant weights, the options' width) cuts its input channels
@@ -474,8 +595,8 @@ static void test_k_blocks(void) {
     conv_case(&s, options, run_pool, "k_blocks");
     /* Channel tiles (512 bits, rows of at most 8, 16 channels per group) take no blocks. */
     int64_t row = output_size(&s, s.spatial - 1);
-    bool channel_tiles = options->vector_bits == 512 && row > 0 && row <= 8 && s.m / s.group >= 16;
-    conv_case_constant(&s, options, run_pool, "k_blocks_constant", channel_tiles);
+    bool channel_tiles = expected_kind(&s, options) == CHANNEL_TILES;
+    conv_case_constant(&s, options, run_pool, "k_blocks_constant");
     int64_t block = atoll(block_sizes[i % 4]), lanes = options->vector_bits / 32;
     bool blocked = !channel_tiles && row >= lanes && s.c / s.group > block;
     bool has = kernel_has_k_blocks(&s, options);
@@ -528,7 +649,7 @@ static void test_k_blocks(void) {
   stax_jit_compile_options_t avx2 = {.vector_bits = 256};
   CHECK(kernel_has_k_blocks(&s, &avx2));
   conv_case(&s, &avx2, NULL, "k_blocks_natural");
-  conv_case_constant(&s, &avx2, pool, "k_blocks_natural_constant", false);
+  conv_case_constant(&s, &avx2, pool, "k_blocks_natural_constant");
   s.input[1] = 3; /* narrower than a vector at any width */
   CHECK(!kernel_has_k_blocks(&s, &avx2));
   conv_case(&s, &avx2, NULL, "k_blocks_narrow_rows");
@@ -778,5 +899,5 @@ static void test_conv_performance(void) {
 }
 
 STAX_TEST_MAIN(STAX_TEST(test_random_convs), STAX_TEST(test_odd_sizes),
-               STAX_TEST(test_channel_tiles), STAX_TEST(test_k_blocks), STAX_TEST(test_empty),
+               STAX_TEST(test_channel_tiles), STAX_TEST(test_patches), STAX_TEST(test_k_blocks), STAX_TEST(test_empty),
                STAX_TEST(test_threads), STAX_TEST(test_refusals), STAX_TEST(test_conv_performance))

@@ -194,6 +194,36 @@ static stax_program_t* build_image_convs(void) {
   return finish(g);
 }
 
+/* Convs of x[N, 8, H, W] with the image size open and channels enough for the GEMM over
+ * patches on rows narrower than a position tile (lower_conv_patch.c; wider rows keep position
+ * tiles): 3x3 pad 1 + bias + Relu to 40 channels (an edge panel at 256 bits) with a 1x1
+ * conv's output added; 3x3 stride 2 (phase-split rows) to 48; 5x5 pad 2 to 64 + Sigmoid. */
+static stax_program_t* build_patch_convs(void) {
+  stax_graph_t* g = new_graph();
+  const stax_dim_t* dims[4] = {vm_symbol(g, "N", 1, 3), vm_const(g, 8), vm_symbol(g, "H", 1, 40),
+                               vm_symbol(g, "W", 1, 40)};
+  stax_value_id_t x = vm_input(g, "x", STAX_DTYPE_FLOAT32, 4, dims);
+  static float w[20000];
+  for (int i = 0; i < 20000; i++) w[i] = (float)((i * 7) % 23) / 23.0f - 0.5f;
+  int64_t w1_dims[4] = {40, 8, 3, 3}, b1_dims[1] = {40}, w2_dims[4] = {48, 40, 3, 3},
+          w3_dims[4] = {40, 8, 1, 1}, w4_dims[4] = {64, 8, 5, 5};
+  int64_t ones[4] = {1, 1, 1, 1}, twos[2] = {2, 2}, pads2[4] = {2, 2, 2, 2};
+  stax_value_id_t in1[3] = {x, vm_initializer(g, "w1", STAX_DTYPE_FLOAT32, 4, w1_dims, w),
+                            vm_initializer(g, "b1", STAX_DTYPE_FLOAT32, 1, b1_dims, w + 500)};
+  stax_attr_t pads1 = stax_attr_ints("pads", 4, ones);
+  stax_value_id_t r1 = vm_unary(g, STAX_OP_Relu, "relu1", vm_node(g, STAX_OP_Conv, "conv1", 3, in1, 1, &pads1));
+  stax_value_id_t in3[2] = {x, vm_initializer(g, "w3", STAX_DTYPE_FLOAT32, 4, w3_dims, w + 900)};
+  vm_output(g, vm_binary(g, STAX_OP_Add, "sum", r1, vm_node(g, STAX_OP_Conv, "conv3", 2, in3, 0, NULL)));
+  stax_value_id_t in2[2] = {r1, vm_initializer(g, "w2", STAX_DTYPE_FLOAT32, 4, w2_dims, w + 1300)};
+  stax_attr_t attrs2[2] = {stax_attr_ints("strides", 2, twos), stax_attr_ints("pads", 4, ones)};
+  vm_output(g, vm_node(g, STAX_OP_Conv, "conv2", 2, in2, 2, attrs2));
+  stax_value_id_t in4[2] = {x, vm_initializer(g, "w4", STAX_DTYPE_FLOAT32, 4, w4_dims, w + 7)};
+  stax_attr_t pads4 = stax_attr_ints("pads", 4, pads2);
+  vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid4",
+                        vm_node(g, STAX_OP_Conv, "conv4", 2, in4, 1, &pads4)));
+  return finish(g);
+}
+
 /* Pools of x[N, 4, H, W] with the image size open: MaxPool 3x3 stride 2 pad 1 + Relu (ResNet's
  * stem), an AveragePool counting its pads, one without pads (stride 2), a dilated MaxPool, a
  * ceil_mode MaxPool whose last windows reach past the padding, an AveragePool not counting its
@@ -422,6 +452,31 @@ static void test_stream_conv_image(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_image_convs();
   conv_stream(program, 9, image_shape);
+  stax_program_release(program);
+}
+
+/* (N, 8, H, W) from 1x1 to 40x40: planes smaller than a patch tile, rows on both sides of
+ * the position tile's width, primes. The first image is 1x1: the class's kernels must still
+ * take every later size (x's channel stride is H * W, 1 in that example). */
+static void patch_shape(vm_rng_t* rng, int round, int64_t* dims) {
+  static const int64_t edges[][3] = {{1, 1, 1}, {3, 40, 40}, {2, 2, 2}, {1, 1, 7}, {1, 7, 7},
+                                     {2, 14, 14}, {1, 15, 16}, {1, 3, 31}, {3, 5, 33}};
+  dims[1] = 8;
+  if (round < 9) {
+    dims[0] = edges[round][0], dims[2] = edges[round][1], dims[3] = edges[round][2];
+    return;
+  }
+  dims[0] = vm_rng_range(rng, 1, 3);
+  dims[2] = vm_rng_range(rng, 1, round % 10 == 0 ? 40 : 16);
+  dims[3] = vm_rng_range(rng, 1, round % 10 == 0 ? 40 : 20);
+}
+
+/* Convs with many channels over open image sizes (the GEMM over patches for narrow rows) get
+ * one shape-generic kernel each. */
+static void test_stream_conv_patches(void) {
+  if (!have_backend()) return;
+  stax_program_t* program = build_patch_convs();
+  conv_stream(program, 3, patch_shape);
   stax_program_release(program);
 }
 
@@ -768,6 +823,7 @@ static void test_promotion_needs_idle_core(void) {
 
 STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
                STAX_TEST(test_stream_conv_batch), STAX_TEST(test_stream_conv_image),
+               STAX_TEST(test_stream_conv_patches),
                STAX_TEST(test_stream_pool_image),
                STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
