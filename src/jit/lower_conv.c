@@ -568,10 +568,15 @@ void lower_conv_emit_tile(lower_t* L, stax_kir_block_t* block, const lower_conv_
       lower_sym_index_term(k, &m_index, id, step);
       if (w) stax_kir_index_add_term(k, &w_index, id, w_dim[d]);
     }
+    /* A short kernel loop is unrolled whole: shape-generic kernels get no LLVM unrolling
+     * (llvm_jit.c's short pipeline), and a 3-tap loop's branch costs as much as its FMAs.
+     * Not 7 taps (a 7x7 stem's rows of 7 phase-split taps each: 49 tap bodies measured
+     * twice as slow). */
+    if (d >= 0 && extent <= 4) loop->unroll = (int32_t)extent;
     body = &loop->body;
     innermost = loop;
   }
-  if (innermost && innermost->extent >= 8) innermost->unroll = 4;
+  if (innermost && innermost->extent > 8) innermost->unroll = 4;
   /* A phase-split row's taps sit at constant offsets (tap * dilation in phase and slot): one
    * statement group per tap instead of a loop. */
   int64_t taps = t->phases > 1 ? win->kernel[last] : 1;

@@ -113,6 +113,8 @@ typedef struct sconv_t {
   int32_t width, stage_mr;
   int64_t when_lo, when_hi;
   int32_t tiles; /* counter for local names */
+  /* A constant weight repacked into panels of MR channels (lower_conv_pack_weights), or -1. */
+  int32_t packed_w;
 } sconv_t;
 
 /* The span of spatial dim d's window: dilation (kernel - 1) + 1. */
@@ -462,7 +464,10 @@ static void emit_tile(sconv_t* c, stax_kir_block_t* block) {
                          .lanes = find_axis(c, SAXIS_POSITIONS, 0)->size,
                          .tile = c->tiles++,
                          .mask = c->mask,
-                         .packed_w = -1};
+                         /* the panels hold tiles of MR channels (not the narrow
+                          * stages' 2 x MR) */
+                         .packed_w = c->stage_mr == c->mr ? c->packed_w : -1,
+                         .packed_tile = c->mr};
   for (int32_t d = 0; d < 2 + c->spatial; d++) t.src_strides[d] = c->src_strides[d];
   for (int32_t i = 0; i < c->last; i++) t.outer[i] = find_axis(c, SAXIS_OUTER, i)->form;
   lower_conv_emit_tile(c->L, block, &t);
@@ -660,6 +665,12 @@ stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
     for (int32_t d = 0; d < 2 + c.spatial; d++) c.src_strides[d] = xs[d];
   }
   STAX_RETURN_IF_ERROR(stax_kir_kernel_status(c.k));
+  /* A constant weight is read from panels of MR channels, one sequential stream per tile
+   * (W's own layout puts a tile's channels Cg * taps apart), packed once per weight. */
+  c.packed_w = -1;
+  if (g->op == LOWER_WINDOW_CONV && lower_value(L, g->w)->constant &&
+      lower_sym_possible(space_dim(&c, 2 + c.last), c.nr, INT64_MAX))
+    c.packed_w = lower_conv_pack_weights(L, g, c.mr);
   plan_nest(&c);
   STAX_RETURN_IF_ERROR(emit_compute(&c));
   return stax_kir_kernel_status(c.k);
