@@ -18,10 +18,9 @@
  *     on AVX2 and SSE, 12 with 512-bit vectors: 2R accumulators and the operands fill the
  *     vector registers, as matmul's micro-kernel with the roles turned: the weights, repacked
  *     once into panels [K][V] (lower_conv_pack_weights), are the vectors; the patch values are
- *     broadcast). floor(P / R) tiles, then, when R does not divide P, one at P - R overlapping
- *     the one before (the same sums from the same inputs in the same order: the same values,
- *     no code per tail). A plane smaller than R takes tiles of one position. The raw sums go
- *     to sums[n][p][m], V lanes at a time. Parallel over the channel panels.
+ *     broadcast). floor(P / R) tiles, then the last P mod R positions as one smaller tile (an
+ *     open plane: one stage per rest size, run only for the planes that leave it). The raw
+ *     sums go to sums[n][p][m], V lanes at a time. Parallel over the channel panels.
  *  3. "patch_out": per (n, m, o..), the sum read back (+ B, then the group's elementwise ops,
  *     lower_conv_store_epilogue), with affine forms over Y's own dims: the epilogue's other
  *     operands keep whatever strides and broadcasts they have. Vectors along the innermost
@@ -29,9 +28,12 @@
  *
  * The patch costs K floats per output position written once and read once per channel panel
  * (7x7x512, 3x3: 0.9 MB); it pays where the plane is small and the channels many, which is
- * where callers use it (rows narrower than a position tile). Not done: groups (each group's
- * patch would be its own GEMM), K blocks for patches larger than L2, vector stores into the
- * patch. */
+ * where callers use it (rows narrower than a position tile). K blocks (a loop over blocks of
+ * the reduction around the tiles, so that a block's slice of the panel stays in L1, the sums
+ * carried between blocks in `sums`) measured slower on Zen 3, one thread: blocks of 256
+ * columns 3-6% and of 1024 no better at 7x7x512 and 14x14x256 (K 4608 and 2304), so the
+ * reduction stays whole. Not done: groups (each group's patch would be its own GEMM),
+ * vector stores into the patch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +53,7 @@ typedef struct patch_t {
   lower_sym_t position_steps[STAX_MAX_RANK]; /* p's step per output coordinate o_i */
   int32_t packed, patch, sums;
   int32_t lanes, rows; /* V and R */
+  lower_sym_t rest;    /* P mod R */
 } patch_t;
 
 bool lower_conv_patch_fits(const lower_t* L, const lower_conv_geometry_t* g) {
@@ -62,14 +65,10 @@ bool lower_conv_patch_fits(const lower_t* L, const lower_conv_geometry_t* g) {
   return g->mg >= 2 * (int64_t)L->vector_lanes_f32 && g->spatial >= 1;
 }
 
-/* A stage of the pipeline, restricted to the caller's range of `when` and, when given, to
- * lo <= P <= hi. */
-static stax_kir_block_t* add_stage(patch_t* c, const char* name, int64_t plane_lo,
-                                   int64_t plane_hi) {
+/* A stage of the pipeline, restricted to the caller's range of `when`. */
+static stax_kir_block_t* add_stage(patch_t* c, const char* name) {
   stax_kir_block_t* block = stax_kir_add_stage(c->k, name);
-  if (!block) return NULL;
-  lower_sym_stage_when(c->k, c->in->when, c->in->when_lo, c->in->when_hi);
-  if (plane_lo > 1 || plane_hi < INT64_MAX) lower_sym_stage_when(c->k, c->plane, plane_lo, plane_hi);
+  if (block) lower_sym_stage_when(c->k, c->in->when, c->in->when_lo, c->in->when_hi);
   return block;
 }
 
@@ -96,7 +95,7 @@ static void emit_patches(patch_t* c) {
   const lower_conv_patch_t* in = c->in;
   const stax_window_t* win = &c->g->window;
   int32_t last = c->last;
-  stax_kir_block_t* block = add_stage(c, "patch", 1, INT64_MAX);
+  stax_kir_block_t* block = add_stage(c, "patch");
   stax_kir_loop_t* ci = block ? lower_sym_loop(k, block, "ci", lower_sym_const(c->g->cg)) : NULL;
   if (!ci) return;
   /* Per task: one input channel's taps for every position of every image. */
@@ -164,8 +163,8 @@ static void emit_patches(patch_t* c) {
 /* One tile: `rows` positions from `first` (a position of image `n`) x `lanes` output channels
  * of the panel at `panel` (its first channel), all K reduced in registers, the sums stored. */
 static void emit_tile(patch_t* c, stax_kir_block_t* block, const stax_kir_index_t* n,
-                      const stax_kir_index_t* panel, int64_t panel_lanes,
-                      const stax_kir_index_t* first, int32_t rows, int32_t lanes) {
+                      const stax_kir_index_t* panel, const stax_kir_index_t* first, int32_t rows,
+                      int32_t lanes) {
   stax_kir_kernel_t* k = c->k;
   stax_kir_loop_t* j = lower_sym_loop(k, block, "j", lower_sym_const(lanes));
   if (!j) return;
@@ -173,7 +172,13 @@ static void emit_tile(patch_t* c, stax_kir_block_t* block, const stax_kir_index_
   int32_t j_id = stax_kir_loop_id(k, j);
   int32_t accumulators[32];
   /* Locals named after the tile's vector loop: unique in the kernel. */
-  lower_declare_accumulators(k, &j->body, k->loop_count, rows, accumulators);
+  lower_declare_accumulators(k, &j->body, j_id, rows, accumulators);
+  /* sums[n][first + r][panel + lane] */
+  int64_t m = c->g->mg;
+  stax_kir_index_t s_index = *panel;
+  lower_sym_index_add_scaled(k, &s_index, n, lower_sym_mul(k, c->plane, lower_sym_const(m)));
+  stax_kir_index_add_scaled(k, &s_index, first, m);
+  stax_kir_index_add_term(k, &s_index, j_id, 1);
   stax_kir_loop_t* kk = lower_sym_loop(k, &j->body, "k", lower_sym_const(c->depth));
   if (!kk) return;
   if (c->depth >= 8) kk->unroll = 4;
@@ -182,7 +187,7 @@ static void emit_tile(patch_t* c, stax_kir_block_t* block, const stax_kir_index_
   stax_kir_index_t w_index = *panel;
   for (int32_t t = 0; t < w_index.term_count; t++) w_index.coefficients[t] *= c->depth;
   w_index.constant *= c->depth;
-  stax_kir_index_add_term(k, &w_index, k_id, panel_lanes);
+  stax_kir_index_add_term(k, &w_index, k_id, c->lanes);
   stax_kir_index_add_term(k, &w_index, j_id, 1);
   char name[32];
   snprintf(name, sizeof(name), "pw%d", (int)k_id);
@@ -200,12 +205,6 @@ static void emit_tile(patch_t* c, stax_kir_block_t* block, const stax_kir_index_
                         stax_kir_fma(k, stax_kir_load(k, c->patch, &at), stax_kir_local(k, weights),
                                      stax_kir_local(k, accumulators[r])));
   }
-  /* sums[n][first + r][panel + lane] */
-  int64_t m = c->g->mg;
-  stax_kir_index_t s_index = *panel;
-  lower_sym_index_add_scaled(k, &s_index, n, lower_sym_mul(k, c->plane, lower_sym_const(m)));
-  stax_kir_index_add_scaled(k, &s_index, first, m);
-  stax_kir_index_add_term(k, &s_index, j_id, 1);
   for (int32_t r = 0; r < rows; r++) {
     stax_kir_index_t at = s_index;
     at.constant += r * m;
@@ -213,48 +212,61 @@ static void emit_tile(patch_t* c, stax_kir_block_t* block, const stax_kir_index_
   }
 }
 
-/* Every tile of one image at the panel's forms: floor(P / rows) tiles and the overlapping
- * one at P - rows. */
+/* One image's tiles at the panel's forms: floor(P / R) tiles of R positions when `full`, and
+ * the last `rest` positions (P - rest on) as one tile. */
 static void emit_positions(patch_t* c, stax_kir_block_t* block, const stax_kir_index_t* n,
-                           const stax_kir_index_t* panel, int32_t lanes, int32_t rows) {
+                           const stax_kir_index_t* panel, int32_t lanes, bool full, int32_t rest) {
   stax_kir_kernel_t* k = c->k;
-  lower_sym_t tiles = lower_sym_derive(k, "tiles", c->plane, 1, 0, rows, 0, 0, 0, 0);
-  stax_kir_loop_t* t = lower_sym_loop(k, block, "p", tiles);
-  if (!t) return;
-  stax_kir_index_t first = loop_index(c, t, rows);
-  emit_tile(c, &t->body, n, panel, c->lanes, &first, rows, lanes);
-  if (rows == 1) return;
-  lower_sym_t over = lower_sym_derive(k, "over", c->plane, 1, rows - 1, rows, -1, 0, rows, 0);
-  if (over.p < 0 && over.c == 0) return;
-  stax_kir_loop_t* o = lower_sym_loop(k, block, "po", over);
-  if (!o) return;
-  first = stax_kir_index_constant(0);
-  lower_sym_index_add(k, &first, lower_sym_derive(k, "last", c->plane, 1, 0, 1, 0, 0, 0, -rows));
-  emit_tile(c, &o->body, n, panel, c->lanes, &first, rows, lanes);
+  if (full) {
+    lower_sym_t tiles = lower_sym_derive(k, "tiles", c->plane, 1, 0, c->rows, 0, 0, 0, 0);
+    if (tiles.p >= 0 || tiles.c > 0) {
+      stax_kir_loop_t* t = lower_sym_loop(k, block, "p", tiles);
+      if (!t) return;
+      stax_kir_index_t first = loop_index(c, t, c->rows);
+      emit_tile(c, &t->body, n, panel, &first, c->rows, lanes);
+    }
+  }
+  if (rest == 0) return;
+  stax_kir_index_t first = stax_kir_index_constant(0);
+  lower_sym_index_add(k, &first, lower_sym_derive(k, "rest_at", c->plane, 1, 0, 1, 0, 0, 0, -rest));
+  emit_tile(c, block, n, panel, &first, rest, lanes);
 }
 
-/* The products for planes with lo <= P <= hi in tiles of `rows` positions: the full panels
- * (parallel), then the edge panel (Mg % V channels) in a stage of its own. */
-static void emit_products(patch_t* c, int32_t rows, int64_t lo, int64_t hi) {
+/* A stage of products: the full panels (parallel) or the edge panel (Mg % V channels), over
+ * every image's floor(P / R) tiles (`full`) and a rest tile of `rest` positions. */
+static void emit_products(patch_t* c, bool edge_panel, bool full, int32_t rest,
+                          int64_t rest_when) {
   stax_kir_kernel_t* k = c->k;
-  int64_t full = c->g->mg / c->lanes, edge = c->g->mg % c->lanes;
-  for (int32_t part = 0; part < 2; part++) {
-    if (part == 0 ? full == 0 : edge == 0) continue;
-    stax_kir_block_t* block = add_stage(c, part == 0 ? "gemm" : "gemm_edge", lo, hi);
-    if (!block) return;
-    stax_kir_index_t panel = stax_kir_index_constant(full * c->lanes);
-    if (part == 0) {
-      stax_kir_loop_t* loop = lower_sym_loop(k, block, "m", lower_sym_const(full));
-      if (!loop) return;
-      loop->parallel = c->threads > 1 && full > 1;
-      loop->grain = 1;
-      panel = loop_index(c, loop, c->lanes);
-      block = &loop->body;
+  int64_t panels = c->g->mg / c->lanes, edge = c->g->mg % c->lanes;
+  if (edge_panel ? edge == 0 : panels == 0) return;
+  stax_kir_block_t* block = add_stage(c, edge_panel ? "gemm_edge" : "gemm");
+  if (!block) return;
+  if (rest_when >= 0) lower_sym_stage_when(k, c->rest, rest_when, rest_when);
+  stax_kir_index_t panel = stax_kir_index_constant(panels * c->lanes);
+  if (!edge_panel) {
+    stax_kir_loop_t* loop = lower_sym_loop(k, block, "m", lower_sym_const(panels));
+    if (!loop) return;
+    loop->parallel = c->threads > 1 && panels > 1;
+    loop->grain = 1;
+    panel = loop_index(c, loop, c->lanes);
+    block = &loop->body;
+  }
+  stax_kir_loop_t* n = lower_sym_loop(k, block, "n", c->in->batch);
+  if (!n) return;
+  stax_kir_index_t n_form = loop_index(c, n, 1);
+  emit_positions(c, &n->body, &n_form, &panel, edge_panel ? (int32_t)edge : c->lanes, full, rest);
+}
+
+/* Every product stage: a fixed plane's full tiles and rest together; an open plane's full
+ * tiles, then one stage per rest size (P mod R = r, run only then). */
+static void emit_all_products(patch_t* c) {
+  for (int32_t edge_panel = 0; edge_panel < 2; edge_panel++) {
+    if (c->plane.p < 0) {
+      emit_products(c, edge_panel, true, (int32_t)(c->plane.c % c->rows), -1);
+      continue;
     }
-    stax_kir_loop_t* n = lower_sym_loop(k, block, "n", c->in->batch);
-    if (!n) return;
-    stax_kir_index_t n_form = loop_index(c, n, 1);
-    emit_positions(c, &n->body, &n_form, &panel, part == 0 ? c->lanes : (int32_t)edge, rows);
+    emit_products(c, edge_panel, true, 0, -1);
+    for (int32_t r = 1; r < c->rows; r++) emit_products(c, edge_panel, false, r, r);
   }
 }
 
@@ -265,7 +277,7 @@ static void emit_out(patch_t* c) {
   stax_kir_kernel_t* k = c->k;
   const lower_conv_patch_t* in = c->in;
   int64_t m = c->g->mg;
-  stax_kir_block_t* block = add_stage(c, "patch_out", 1, INT64_MAX);
+  stax_kir_block_t* block = add_stage(c, "patch_out");
   stax_kir_loop_t* channel = block ? lower_sym_loop(k, block, "m", lower_sym_const(m)) : NULL;
   if (!channel) return;
   channel->parallel = c->threads > 1 && m > 1;
@@ -326,15 +338,8 @@ stax_status_t lower_conv_patch(lower_t* L, const lower_conv_patch_t* in) {
                                                   lower_sym_const(c.g->mg)));
   STAX_RETURN_IF_ERROR(stax_kir_kernel_status(c.k));
   emit_patches(&c);
-  /* Planes of at least R positions in tiles of R. A fixed smaller plane is one tile; an open
-   * one that can be smaller takes a stage of one-position tiles. */
-  if (c.plane.p < 0) {
-    if (c.plane.c > 0) emit_products(&c, c.plane.c < c.rows ? (int32_t)c.plane.c : c.rows, 1,
-                                     INT64_MAX);
-  } else {
-    emit_products(&c, c.rows, c.rows, INT64_MAX);
-    emit_products(&c, 1, 1, c.rows - 1);
-  }
+  c.rest = lower_sym_derive(c.k, "rest", c.plane, 1, 0, 1, -c.rows, 0, c.rows, 0);
+  emit_all_products(&c);
   emit_out(&c);
   return stax_kir_kernel_status(c.k);
 }
