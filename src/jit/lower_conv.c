@@ -32,9 +32,10 @@
  * tile gets a stage of its own (a parallel loop must be alone in its stage). Edge tiles
  * (M/G % MR channels, Os % NR positions) are the same code with fewer rows / lanes; an edge of
  * positions wider than one native vector is cut into whole vectors and the rest (see
- * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile. Such
- * rows with one group, channels for two vectors and a constant weight take the GEMM over
- * patches instead (lower_conv_patch.c), as do those of the shape-generic lowering.
+ * emit_axes), and rows narrower than NR (7 or 14 wide) get 2 * MR channels per tile. Rows
+ * under 3.5 native vectors (lower_conv_patch_below) with one group, channels for two vectors
+ * and a constant weight take the GEMM over patches instead (lower_conv_patch.c), as do those
+ * of the shape-generic lowering.
  *
  * K blocks (choose_k_blocks): with many input channels per group the reduction is cut into
  * blocks of input channels, a loop just outside the channel tiles, so that a block's input
@@ -1119,7 +1120,7 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
   }
   /* Rows narrower than a position tile, with channels enough for vectors over them: a GEMM
    * over the plane's patches (lower_conv_patch.c) fills every lane. */
-  if (!c.channel_vectors && row < c.nr && lower_conv_patch_fits(L, &c.g)) {
+  if (!c.channel_vectors && row < lower_conv_patch_below(L) && lower_conv_patch_fits(L, &c.g)) {
     lower_conv_patch_t patch = {.g = &c.g,
                                 .source = c.source,
                                 .phases = c.phases,

@@ -21,8 +21,9 @@
  * inputs in the same order: the same values; no code per tail, no recompiling). Stages whose
  * tiles are narrower than the widest take 2 x MR channels (more FMA chains in the same
  * registers, as lower_conv.c does for narrow rows); with one group, channels for two vectors
- * and a constant weight, the sizes under the widest width take the GEMM over patches
- * (lower_conv_patch.c) instead of the narrower stages. The parallel loop is fixed per kernel: the
+ * and a constant weight, the sizes under 3.5 native vectors (lower_conv_patch_below) take the
+ * GEMM over patches (lower_conv_patch.c) instead of the narrower stages, the widest width the
+ * sizes from there on. The parallel loop is fixed per kernel: the
  * first of a fixed batch, the groups, the outer output rows and the channel tiles that gives
  * every thread an iteration (an open outer dim always does), else an open batch. The host verifies every access at each new tuple of
  * sizes before running it (kernel_ir.h, symbolic kernels).
@@ -612,12 +613,18 @@ static stax_status_t emit_compute(sconv_t* c) {
   lower_sym_t o_last = c->axes[c->axis_count - 1].extent;
   /* Rows narrower than the widest tile, with channels enough for vectors over them: a GEMM
    * over the plane's patches (lower_conv_patch.c) instead of the narrow stages. */
-  bool patch = lower_sym_possible(o_last, 1, c->nr - 1) && lower_conv_patch_fits(c->L, c->g);
+  int64_t below = lower_conv_patch_below(c->L);
+  bool patch = lower_sym_possible(o_last, 1, below - 1) && lower_conv_patch_fits(c->L, c->g);
   int64_t upper = INT64_MAX;
   for (int32_t width = c->nr; width >= 1; width = width > 4 ? width / 2 : width == 4 ? 1 : 0) {
     int64_t lo = width, hi = upper;
     upper = width - 1;
-    if (!lower_sym_possible(o_last, lo, hi) || (patch && width < c->nr)) continue;
+    /* With patches below `below`, the widest tiles take the rows from there on. */
+    if (patch) {
+      if (width < c->nr || hi < below) continue;
+      if (lo < below) lo = below;
+    }
+    if (!lower_sym_possible(o_last, lo, hi)) continue;
     c->width = width;
     c->stage_mr = width < c->nr ? 2 * c->mr : c->mr;
     c->when_lo = lo;
@@ -633,7 +640,7 @@ static stax_status_t emit_compute(sconv_t* c) {
                           .batch = space_dim(c, 0),
                           .when = o_last,
                           .when_lo = 1,
-                          .when_hi = c->nr - 1};
+                          .when_hi = below - 1};
   for (int32_t d = 0; d < 2 + c->spatial; d++) p.src_strides[d] = c->src_strides[d];
   for (int32_t i = 0; i < c->spatial; i++) p.out[i] = space_dim(c, 2 + i);
   return lower_conv_patch(c->L, &p);

@@ -241,6 +241,10 @@ typedef struct lower_conv_patch_t {
  * register tile's output channels, and not switched off (STAX_JIT_CONV_PATCH=0). */
 bool lower_conv_patch_fits(const lower_t* L, const lower_conv_geometry_t* g);
 STAX_MUST_USE stax_status_t lower_conv_patch(lower_t* L, const lower_conv_patch_t* patch);
+/* Rows narrower than this take the patches where they fit: 3.5 native vectors (28 on AVX2),
+ * where a position tile of two vectors and its overlapping or narrower last tile do less
+ * work per lane than the GEMM; STAX_JIT_CONV_PATCH_BELOW=n overrides (measuring, tests). */
+int64_t lower_conv_patch_below(const lower_t* L);
 /* Symbolic groups whose Conv has open spatial dims, and pools (MaxPool, AveragePool with a
  * fixed tap count) over open dims (lower_conv_symbolic.c). */
 STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);

@@ -143,13 +143,13 @@ typedef enum tile_kind_e {
 
 /* The kind the exact-shape lowering picks at an explicit vector width: channel tiles for rows
  * of at most half a native vector with a native vector of channels per group (512 bits
- * only); patches for other rows narrower than a position tile (two native vectors) with one
- * group and two native vectors of channels; else position tiles. */
+ * only); patches for other rows narrower than 3.5 native vectors (lower_conv_patch_below)
+ * with one group and two native vectors of channels; else position tiles. */
 static tile_kind_t expected_kind(const conv_spec_t* s, const stax_jit_compile_options_t* options) {
   int64_t lanes = options->vector_bits / 32, row = output_size(s, s->spatial - 1);
   int64_t mg = s->group ? s->m / s->group : 0;
   if (lanes >= 16 && row > 0 && 2 * row <= lanes && mg >= lanes) return CHANNEL_TILES;
-  if (row > 0 && row < 2 * lanes && s->group == 1 && mg >= 2 * lanes) return PATCH_TILES;
+  if (row > 0 && 2 * row < 7 * lanes && s->group == 1 && mg >= 2 * lanes) return PATCH_TILES;
   return POSITION_TILES;
 }
 
@@ -427,7 +427,7 @@ static void test_channel_tiles(void) {
   printf("  %d convolutions with a constant weight\n", (int)(cases_run - before));
 }
 
-/* Rows narrower than a position tile with one group and many channels: the GEMM over patches
+/* Rows narrower than 3.5 native vectors with one group and many channels: the GEMM over patches
  * (lower_conv_patch.c) at three widths, on one thread and four. Planes smaller than the
  * tile's positions (1x1, 1x2, 2x2) and around it, an edge panel of channels (M off two native
  * vectors), strides into phase-split rows, dilations, explicit and SAME pads, 1-D and 3-D,
@@ -451,9 +451,9 @@ static void test_patches(void) {
     s.m = 2 * lanes * (1 + i % 2) + (i % 4 == 3 ? lanes / 2 : 0);
     bool same = i % 7 == 2;
     if (same) s.auto_pad = i % 2 ? "SAME_LOWER" : "SAME_UPPER";
-    /* The innermost output size: under a position tile (and, at 512 bits, wider than a channel
-     * tile's row); the first cases are the smallest planes. */
-    int64_t lo = lanes >= 16 ? lanes / 2 + 1 : 1, hi = 2 * lanes - 1;
+    /* The innermost output size: under 3.5 native vectors (and, at 512 bits, wider than a
+     * channel tile's row); the first cases are the smallest planes. */
+    int64_t lo = lanes >= 16 ? lanes / 2 + 1 : 1, hi = 7 * lanes / 2 - 1;
     int64_t want_last = i < 9 ? lo + i % 3 : lo + (i * 7) % (hi - lo + 1);
     for (int32_t d = 0; d < s.spatial; d++) {
       bool last = d == s.spatial - 1;

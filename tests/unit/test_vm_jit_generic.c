@@ -195,8 +195,8 @@ static stax_program_t* build_image_convs(void) {
 }
 
 /* Convs of x[N, 8, H, W] with the image size open and channels enough for the GEMM over
- * patches on rows narrower than a position tile (lower_conv_patch.c; wider rows keep position
- * tiles): 3x3 pad 1 + bias + Relu to 40 channels (an edge panel at 256 bits) with a 1x1
+ * patches on rows narrower than 3.5 native vectors (lower_conv_patch.c; wider rows keep
+ * position tiles): 3x3 pad 1 + bias + Relu to 40 channels (an edge panel at 256 bits) with a 1x1
  * conv's output added; 3x3 stride 2 (phase-split rows) to 48; 5x5 pad 2 to 64 + Sigmoid. */
 static stax_program_t* build_patch_convs(void) {
   stax_graph_t* g = new_graph();
@@ -456,7 +456,7 @@ static void test_stream_conv_image(void) {
 }
 
 /* (N, 8, H, W) from 1x1 to 40x40: planes smaller than a patch tile, rows on both sides of
- * the position tile's width, primes. The first image is 1x1: the class's kernels must still
+ * the patches' limit (28 on AVX2), primes. The first image is 1x1: the class's kernels must still
  * take every later size (x's channel stride is H * W, 1 in that example). */
 static void patch_shape(vm_rng_t* rng, int round, int64_t* dims) {
   static const int64_t edges[][3] = {{1, 1, 1}, {3, 40, 40}, {2, 2, 2}, {1, 1, 7}, {1, 7, 7},
