@@ -323,17 +323,20 @@ bool stax_vm_jit_make_rows_generic(const stax_program_t* program, const jit_plan
  * product of the dims after d: open when one of them is. A view's strides come from the
  * tensor it views, which the program does not describe: open when any other dim of it is
  * open, except 0 and 1 (broadcast and unit steps are structural, and unit steps must stay
- * constants for vector loads). A unit step with an open dim after it is not: it is what a
- * contiguous tensor shows when every later dim is 1 in the example (x [N, C, 1, 1]: C's
- * stride H * W = 1), and taken as fixed it would make every later call of the class, at any
- * other size, decline. A stride guessed fixed that does change within the class makes the
- * kernel decline that call (it checks every argument), never a wrong answer. */
+ * constants for vector loads). Not a unit step with open dims after it that are all 1 in the
+ * example: that is what a contiguous tensor shows there (x [N, C, 1, 1]: C's stride H * W =
+ * 1), and taken as fixed it would make every later call of the class, at any other size,
+ * decline. A stride guessed fixed that does change within the class makes the kernel decline
+ * that call (it checks every argument), never a wrong answer. */
 static uint32_t open_strides(const stax_vm_descriptor_t* desc, uint32_t open_dims,
                              const stax_jit_value_t* value) {
   uint32_t open = 0;
   for (int32_t d = 0; d < value->rank; d++) {
     uint32_t later = open_dims & ~((2u << d) - 1u), others = open_dims & ~(1u << d);
-    bool structural = value->strides[d] == 0 || (value->strides[d] == 1 && later == 0);
+    int64_t after = 1;
+    for (int32_t e = d + 1; e < value->rank; e++) after *= value->dims[e];
+    bool structural =
+        value->strides[d] == 0 || (value->strides[d] == 1 && (later == 0 || after != 1));
     if (desc->layout == STAX_VM_LAYOUT_CONTIGUOUS ? later != 0 : others != 0 && !structural)
       open |= 1u << d;
   }
