@@ -1112,15 +1112,21 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
    * only (unit-stride vector loads at stride 1). */
   c.phases = c.g.window.strides[c.g.spatial - 1];
   c.padded = pads || c.phases > 1 || (x->strides[x->rank - 1] != 1 && x->dims[x->rank - 1] > 1);
+  /* Rows narrower than a position tile, with channels enough for vectors over them: a GEMM
+   * over the plane's patches (lower_conv_patch.c) fills every lane. Its patch copy reads X as
+   * it is (scalar loads at any stride) unless there are pads to read. */
+  bool patch = !c.channel_vectors && row < lower_conv_patch_below(L) && lower_conv_patch_fits(L, &c.g);
+  if (patch && !pads) {
+    c.padded = false;
+    c.phases = 1;
+  }
   if (c.padded) {
     emit_pad(&c);
   } else {
     c.source = L->buffer[c.g.x];
     memcpy(c.source_strides, x->strides, sizeof(int64_t) * (size_t)x->rank);
   }
-  /* Rows narrower than a position tile, with channels enough for vectors over them: a GEMM
-   * over the plane's patches (lower_conv_patch.c) fills every lane. */
-  if (!c.channel_vectors && row < lower_conv_patch_below(L) && lower_conv_patch_fits(L, &c.g)) {
+  if (patch) {
     lower_conv_patch_t patch = {.g = &c.g,
                                 .source = c.source,
                                 .phases = c.phases,

@@ -9,8 +9,8 @@
  * channels fill every lane at any plane size, but a tile's positions must be consecutive in
  * something affine: the plane's positions are, once the windows are laid out as rows.
  *
- * Stages (each, in a symbolic kernel, only while `when` is in range; the padded copy that
- * `source` names comes before, made by the caller):
+ * Stages (each, in a symbolic kernel, only while `when` is in range; `source` is X itself
+ * for a Conv without pads, else the padded copy the caller makes before):
  *  1. "patch": per image and output position p (the plane flattened, p = o_0 * O_1.. + ..),
  *     the row of its window's inputs, K = Cg * taps values [ci][taps] (im2col):
  *     patch[n][p][k], contiguous, each row written in order. Parallel over the first output

@@ -116,6 +116,14 @@ typedef struct sconv_t {
   int32_t tiles; /* counter for local names */
   /* A constant weight repacked into panels of MR channels (lower_conv_pack_weights), or -1. */
   int32_t packed_w;
+  /* Sizes under `patch_below` take the GEMM over patches (when `patch`), reading
+   * `patch_source`: X itself without pads (its scalar loads take any stride), else the
+   * padded copy. */
+  bool patch;
+  int64_t patch_below;
+  int32_t patch_source;
+  lower_sym_t patch_strides[STAX_MAX_RANK];
+  int64_t patch_phases;
 } sconv_t;
 
 /* The span of spatial dim d's window: dilation (kernel - 1) + 1. */
@@ -613,8 +621,8 @@ static stax_status_t emit_compute(sconv_t* c) {
   lower_sym_t o_last = c->axes[c->axis_count - 1].extent;
   /* Rows narrower than the widest tile, with channels enough for vectors over them: a GEMM
    * over the plane's patches (lower_conv_patch.c) instead of the narrow stages. */
-  int64_t below = lower_conv_patch_below(c->L);
-  bool patch = lower_sym_possible(o_last, 1, below - 1) && lower_conv_patch_fits(c->L, c->g);
+  int64_t below = c->patch_below;
+  bool patch = c->patch;
   int64_t upper = INT64_MAX;
   for (int32_t width = c->nr; width >= 1; width = width > 4 ? width / 2 : width == 4 ? 1 : 0) {
     int64_t lo = width, hi = upper;
@@ -634,14 +642,14 @@ static stax_status_t emit_compute(sconv_t* c) {
   }
   if (!patch) return STAX_OK;
   lower_conv_patch_t p = {.g = c->g,
-                          .source = c->source,
-                          .phases = c->phases,
+                          .source = c->patch_source,
+                          .phases = c->patch_phases,
                           .phase_length = c->phase_length,
                           .batch = space_dim(c, 0),
                           .when = o_last,
                           .when_lo = 1,
                           .when_hi = below - 1};
-  for (int32_t d = 0; d < 2 + c->spatial; d++) p.src_strides[d] = c->src_strides[d];
+  for (int32_t d = 0; d < 2 + c->spatial; d++) p.src_strides[d] = c->patch_strides[d];
   for (int32_t i = 0; i < c->spatial; i++) p.out[i] = space_dim(c, 2 + i);
   return lower_conv_patch(c->L, &p);
 }
@@ -664,14 +672,27 @@ stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
   c.phases = win->strides[c.last];
   const lower_sym_t* xs = c.x_strides;
   bool unit_inner = xs[2 + c.last].p < 0 && xs[2 + c.last].c == 1;
-  if (pads || c.zero_first || c.phases > 1 || !unit_inner) {
+  lower_sym_t o_last = space_dim(&c, 2 + c.last);
+  c.patch_below = lower_conv_patch_below(L);
+  c.patch = lower_sym_possible(o_last, 1, c.patch_below - 1) && lower_conv_patch_fits(L, g);
+  bool direct_patches = c.patch && !pads && !c.zero_first;
+  bool tiles = !c.patch || lower_sym_possible(o_last, c.patch_below, INT64_MAX);
+  if ((pads || c.zero_first || c.phases > 1 || !unit_inner) && (tiles || !direct_patches)) {
+    int32_t before = c.k->stage_count;
     emit_pad(&c);
+    /* Only the position tiles read the copy: it runs only for their sizes. */
+    if (direct_patches && c.k->stage_count > before)
+      lower_sym_stage_when(c.k, o_last, c.patch_below, INT64_MAX);
   } else {
     c.source = L->buffer[g->x];
     c.phases = 1;
     for (int32_t d = 0; d < 2 + c.spatial; d++) c.src_strides[d] = xs[d];
   }
   STAX_RETURN_IF_ERROR(stax_kir_kernel_status(c.k));
+  c.patch_source = direct_patches ? L->buffer[g->x] : c.source;
+  c.patch_phases = direct_patches ? 1 : c.phases;
+  for (int32_t d = 0; d < 2 + c.spatial; d++)
+    c.patch_strides[d] = direct_patches ? xs[d] : c.src_strides[d];
   /* A constant weight is read from panels of MR channels, one sequential stream per tile
    * (W's own layout puts a tile's channels Cg * taps apart), packed once per weight. */
   c.packed_w = -1;

@@ -221,6 +221,10 @@ static stax_program_t* build_patch_convs(void) {
   stax_attr_t pads4 = stax_attr_ints("pads", 4, pads2);
   vm_output(g, vm_unary(g, STAX_OP_Sigmoid, "sigmoid4",
                         vm_node(g, STAX_OP_Conv, "conv4", 2, in4, 1, &pads4)));
+  /* A 1x1 stride-2 downsample: no pads, so its patches read X itself at stride 2. */
+  stax_value_id_t in5[2] = {x, vm_initializer(g, "w5", STAX_DTYPE_FLOAT32, 4, w3_dims, w + 77)};
+  stax_attr_t strides5 = stax_attr_ints("strides", 2, twos);
+  vm_output(g, vm_node(g, STAX_OP_Conv, "conv5", 2, in5, 1, &strides5));
   return finish(g);
 }
 
@@ -476,7 +480,7 @@ static void patch_shape(vm_rng_t* rng, int round, int64_t* dims) {
 static void test_stream_conv_patches(void) {
   if (!have_backend()) return;
   stax_program_t* program = build_patch_convs();
-  conv_stream(program, 3, patch_shape);
+  conv_stream(program, 4, patch_shape);
   stax_program_release(program);
 }
 
