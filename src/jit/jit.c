@@ -359,6 +359,15 @@ static void stage_range(void* context, int64_t begin, int64_t end) {
 /* Scratch buffers are the kernel IR's contiguous temporaries (packed panels), one pooled
  * allocation per run. */
 #define MAX_STACK_BUFFERS 32
+/* The most a symbolic kernel's scratch buffer may take at a call's sizes (kernel_run): 1 GiB,
+ * or STAX_JIT_SCRATCH_MAX_MB. */
+#define JIT_SCRATCH_MAX_BYTES ((size_t)1 << 30)
+
+static size_t scratch_limit(void) {
+  const char* text = getenv("STAX_JIT_SCRATCH_MAX_MB");
+  long long mb = text ? atoll(text) : 0;
+  return mb > 0 ? (size_t)mb << 20 : JIT_SCRATCH_MAX_BYTES;
+}
 
 /* Runs the kernel. prefilled (NULL, or per buffer): scratch buffers already filled (a packed
  * constant weight kept with it): they are used as they are and the stages filling them are
@@ -403,6 +412,16 @@ static stax_status_t kernel_run(stax_jit_kernel_t* kernel, void* const* data,
       for (int32_t d = 0; d < source->rank; d++)
         elements *= stax_kir_buffer_dim_at(source, d, values);
       bytes = (size_t)elements * stax_dtype_size(info->dtype);
+      /* A scratch that grows with the sizes (a conv's patches: taps x the input) is bounded:
+       * past the bound the call declines and its group is interpreted. */
+      size_t limit = bytes > ((size_t)1 << 20) ? scratch_limit() : bytes;
+      if (bytes > limit) {
+        status = stax_status_make(STAX_FAILED_PRECONDITION,
+                                  "JIT kernel '%s': scratch '%s' would take %zu bytes at these "
+                                  "sizes (more than %zu MiB)",
+                                  kernel->name, info->name, bytes, limit >> 20);
+        break;
+      }
     }
     status = stax_buffer_allocate_pooled(bytes ? bytes : 1, &scratch[b]);
     if (status == STAX_OK) buffers[b] = stax_buffer_data(scratch[b]);

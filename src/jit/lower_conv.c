@@ -1116,6 +1116,14 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
    * over the plane's patches (lower_conv_patch.c) fills every lane. Its patch copy reads X as
    * it is (scalar loads at any stride) unless there are pads to read. */
   bool patch = !c.channel_vectors && row < lower_conv_patch_below(L) && lower_conv_patch_fits(L, &c.g);
+  {
+    /* Not where the patches would outgrow memory (taps x the input; an open batch is
+     * bounded per call instead, jit.c's scratch limit). */
+    double bytes = 4.0 * (double)c.g.cg * (double)(c.batch_param >= 0 ? 1 : c.g.batch);
+    for (int32_t i = 0; i < c.g.spatial; i++)
+      bytes *= (double)c.g.window.kernel[i] * (double)c.g.window.output[i];
+    patch = patch && bytes <= (double)LOWER_CONV_PATCH_MAX_BYTES;
+  }
   if (patch && !pads) {
     c.padded = false;
     c.phases = 1;

@@ -245,6 +245,8 @@ STAX_MUST_USE stax_status_t lower_conv_patch(lower_t* L, const lower_conv_patch_
  * where a position tile of two vectors and its overlapping or narrower last tile do less
  * work per lane than the GEMM; STAX_JIT_CONV_PATCH_BELOW=n overrides (measuring, tests). */
 int64_t lower_conv_patch_below(const lower_t* L);
+/* An exact-shape Conv whose patches would take more keeps its position tiles. */
+#define LOWER_CONV_PATCH_MAX_BYTES ((int64_t)256 << 20)
 /* Symbolic groups whose Conv has open spatial dims, and pools (MaxPool, AveragePool with a
  * fixed tap count) over open dims (lower_conv_symbolic.c). */
 STAX_MUST_USE stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g);

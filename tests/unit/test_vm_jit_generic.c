@@ -484,6 +484,36 @@ static void test_stream_conv_patches(void) {
   stax_program_release(program);
 }
 
+/* A kernel's scratch is bounded at each call's sizes (STAX_JIT_SCRATCH_MAX_MB, here 1): the
+ * 5x5 conv's patches for 3 x 40 x 12 images (3 x 480 positions x 200 floats, 1.15 MB; rows
+ * of 12 take patches at every width) decline and that group is interpreted, the other groups
+ * still compiled; small images run fully compiled; every call matches the interpreter. */
+static void test_scratch_limit(void) {
+  if (!have_backend()) return;
+  setenv("STAX_JIT_SCRATCH_MAX_MB", "1", 1);
+  stax_program_t* program = build_patch_convs();
+  stax_context_t* jit = generic_context(program, STAX_JIT_SYNC, 8, false);
+  stax_context_t* interp = vm_context(program, STAX_DISPATCH_DEFAULT);
+  vm_rng_t rng = {0x5c4a};
+  static const int64_t shapes[][4] = {{3, 8, 40, 12}, {1, 8, 5, 6}, {3, 8, 40, 12}, {2, 8, 9, 9}};
+  int mismatches = 0;
+  for (int i = 0; i < 4; i++) {
+    stax_tensor_t* in[1] = {vm_random_f32(&rng, 4, shapes[i])};
+    if (!run_both(jit, interp, 1, in, 4)) mismatches++;
+    stax_tensor_release(in[0]);
+  }
+  CHECK_EQ_INT(mismatches, 0);
+  stax_jit_segment_stats_t total;
+  total_stats(program, &total);
+  CHECK_EQ_INT(total.compiles, 1);
+  CHECK_EQ_INT((int)total.partial_hits, 2);
+  CHECK_EQ_INT((int)total.full_hits, 2);
+  stax_context_destroy(jit);
+  stax_context_destroy(interp);
+  stax_program_release(program);
+  unsetenv("STAX_JIT_SCRATCH_MAX_MB");
+}
+
 /* Pools over open image sizes get one shape-generic kernel each. */
 static void test_stream_pool_image(void) {
   if (!have_backend()) return;
@@ -827,7 +857,7 @@ static void test_promotion_needs_idle_core(void) {
 
 STAX_TEST_MAIN(STAX_TEST(test_broadcast_classes), STAX_TEST(test_stream_matmul),
                STAX_TEST(test_stream_conv_batch), STAX_TEST(test_stream_conv_image),
-               STAX_TEST(test_stream_conv_patches),
+               STAX_TEST(test_stream_conv_patches), STAX_TEST(test_scratch_limit),
                STAX_TEST(test_stream_pool_image),
                STAX_TEST(test_stream_layernorm),
                STAX_TEST(test_mixed_generic_exact), STAX_TEST(test_mostly_exact_segment),
