@@ -18,7 +18,8 @@
  * (two native vectors, one, halves down to 4 lanes, then 1), each run only while W <= O_last
  * < the next wider width, with floor(O_last / W) tiles and, when W does not divide O_last, one
  * more at O_last - W overlapping the one before it (its outputs are recomputed from the same
- * inputs in the same order: the same values; no code per tail, no recompiling). Stages whose
+ * inputs in the same order: the same values; no code per tail, no recompiling; in the widest
+ * stage a rest of at most half a tile takes a half-width tile at O_last - W/2). Stages whose
  * tiles are narrower than the widest take 2 x MR channels (more FMA chains in the same
  * registers, as lower_conv.c does for narrow rows); with one group, channels for two vectors
  * and a constant weight, the sizes under 3.5 native vectors (lower_conv_patch_below) take the
@@ -538,13 +539,29 @@ static void emit_axes(sconv_t* c, stax_kir_block_t* block, int32_t level) {
     stax_kir_index_add_term(k, &a->form, stax_kir_loop_id(k, loop), width);
     emit_axes(c, &loop->body, level + 1);
     if (width == 1) return;
-    lower_sym_t over = lower_sym_derive(k, "over", a->extent, 1, width - 1, width, -1, 0, width, 0);
-    if (over.p < 0 && over.c == 0) return;
-    stax_kir_loop_t* o = lower_sym_loop(k, block, "po", over);
-    if (!o) return;
-    a->form = stax_kir_index_constant(0);
-    lower_sym_index_add(k, &a->form, lower_sym_derive(k, "last", a->extent, 1, 0, 1, 0, 0, 0, -width));
-    emit_axes(c, &o->body, level + 1);
+    /* The widest stage's rest r = O mod W: up to half a tile it takes a half-width tile at
+     * O - W/2 (56 = 3 x 16 + 8: 8 lanes recomputed at most, where a full overlapping tile
+     * computed 16 for 8; the half tile holds as many channels in half as many lanes, so it
+     * costs about two thirds of a full one), more than half a full tile at O - W. Each is a
+     * loop of 0 or 1 iterations. */
+    int64_t half = width == c->nr && width / 2 >= 4 ? width / 2 : 0;
+    for (int32_t piece = 0; piece < 2; piece++) {
+      int64_t size = piece == 0 ? width : half;
+      if (size == 0) continue;
+      lower_sym_t count =
+          half == 0 ? lower_sym_derive(k, "over", a->extent, 1, width - 1, width, -1, 0, width, 0)
+          : piece == 0
+              ? lower_sym_derive(k, "over", a->extent, 1, half - 1, width, -1, 0, width, 0)
+              : lower_sym_derive(k, "over_half", a->extent, 1, width - 1, width, -1, half - 1,
+                                 width, 0);
+      if (count.p < 0 && count.c == 0) continue;
+      stax_kir_loop_t* o = lower_sym_loop(k, block, "po", count);
+      if (!o) return;
+      a->size = (int32_t)size;
+      a->form = stax_kir_index_constant(0);
+      lower_sym_index_add(k, &a->form, lower_sym_derive(k, "last", a->extent, 1, 0, 1, 0, 0, 0, -size));
+      emit_axes(c, &o->body, level + 1);
+    }
     return;
   }
   /* A full axis. */
