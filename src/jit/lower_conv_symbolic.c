@@ -714,7 +714,7 @@ stax_status_t lower_conv_symbolic(lower_t* L, const lower_conv_geometry_t* g) {
    * (W's own layout puts a tile's channels Cg * taps apart), packed once per weight. */
   c.packed_w = -1;
   if (g->op == LOWER_WINDOW_CONV && lower_value(L, g->w)->constant &&
-      lower_sym_possible(space_dim(&c, 2 + c.last), c.nr, INT64_MAX))
+      lower_sym_possible(o_last, c.patch ? c.patch_below : c.nr, INT64_MAX))
     c.packed_w = lower_conv_pack_weights(L, g, c.mr);
   plan_nest(&c);
   STAX_RETURN_IF_ERROR(emit_compute(&c));
