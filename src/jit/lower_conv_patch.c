@@ -28,8 +28,9 @@
  *     output dim; parallel over the output channels.
  *
  * The patch costs K floats per output position written once and read once per channel panel
- * (7x7x512, 3x3: 0.9 MB); it pays where the plane is small and the channels many, which is
- * where callers use it (rows narrower than a position tile). K blocks (a loop over blocks of
+ * (7x7x512, 3x3: 0.9 MB); it pays where the rows are narrow and the channels many, which is
+ * where callers use it (rows under lower_conv_patch_below: at 28 and more, position tiles
+ * win once the patch leaves L2). K blocks (a loop over blocks of
  * the reduction around the tiles, so that a block's slice of the panel stays in L1, the sums
  * carried between blocks in `sums`) measured slower on Zen 3, one thread: blocks of 256
  * columns 3-6% and of 1024 no better at 7x7x512 and 14x14x256 (K 4608 and 2304), so the
