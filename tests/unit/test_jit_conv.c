@@ -441,7 +441,7 @@ static void test_patches(void) {
   static const int64_t kernels[] = {3, 1, 3, 5};
   static const stax_op_t activations[] = {STAX_OP_Relu, STAX_OP_Gelu, NO_ACTIVATION};
   int32_t before = cases_run;
-  for (int32_t i = 0; i < 60; i++) {
+  for (int32_t i = 0; i < 36; i++) {
     stax_jit_compile_options_t options = {.vector_bits = (int32_t)bits[i % 3],
                                           .thread_count = i % 4 == 1 ? 4 : 1};
     int64_t lanes = bits[i % 3] / 32;
