@@ -1112,19 +1112,20 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
    * only (unit-stride vector loads at stride 1). */
   c.phases = c.g.window.strides[c.g.spatial - 1];
   c.padded = pads || c.phases > 1 || (x->strides[x->rank - 1] != 1 && x->dims[x->rank - 1] > 1);
-  /* Rows narrower than a position tile, with channels enough for vectors over them: a GEMM
+  /* Rows under lower_conv_patch_below, with channels enough for vectors over them: a GEMM
    * over the plane's patches (lower_conv_patch.c) fills every lane. Its patch copy reads X as
    * it is (scalar loads at any stride) unless there are pads to read. */
-  bool patch = !c.channel_vectors && row < lower_conv_patch_below(L) && lower_conv_patch_fits(L, &c.g);
+  bool patches =
+      !c.channel_vectors && row < lower_conv_patch_below(L) && lower_conv_patch_fits(L, &c.g);
   {
     /* Not where the patches would outgrow memory (taps x the input; an open batch is
      * bounded per call instead, jit.c's scratch limit). */
     double bytes = 4.0 * (double)c.g.cg * (double)(c.batch_param >= 0 ? 1 : c.g.batch);
     for (int32_t i = 0; i < c.g.spatial; i++)
       bytes *= (double)c.g.window.kernel[i] * (double)c.g.window.output[i];
-    patch = patch && bytes <= (double)LOWER_CONV_PATCH_MAX_BYTES;
+    patches = patches && bytes <= (double)LOWER_CONV_PATCH_MAX_BYTES;
   }
-  if (patch && !pads) {
+  if (patches && !pads) {
     c.padded = false;
     c.phases = 1;
   }
@@ -1134,7 +1135,7 @@ stax_status_t lower_conv_group(lower_t* L, int32_t node) {
     c.source = L->buffer[c.g.x];
     memcpy(c.source_strides, x->strides, sizeof(int64_t) * (size_t)x->rank);
   }
-  if (patch) {
+  if (patches) {
     lower_conv_patch_t patch = {.g = &c.g,
                                 .source = c.source,
                                 .phases = c.phases,

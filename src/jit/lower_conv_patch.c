@@ -64,7 +64,7 @@ bool lower_conv_patch_fits(const lower_t* L, const lower_conv_geometry_t* g) {
   if (g->op != LOWER_WINDOW_CONV || g->group != 1 || g->w < 0) return false;
   const stax_jit_value_t* w = lower_value(L, g->w);
   if (!w->constant || L->uses[g->w] != 1 || (g->bias >= 0 && L->uses[g->bias] != 1)) return false;
-  return g->mg >= 2 * (int64_t)L->vector_lanes_f32 && g->spatial >= 1;
+  return g->mg >= 2 * (int64_t)L->vector_lanes_f32;
 }
 
 int64_t lower_conv_patch_below(const lower_t* L) {
@@ -301,9 +301,10 @@ static void emit_out(patch_t* c) {
   if (!channel) return;
   channel->parallel = c->threads > 1 && m > 1;
   if (channel->parallel) {
-    int64_t per = lower_sym_example(k, lower_sym_mul(k, in->batch, c->plane));
-    bool open = in->batch.p >= 0 || c->plane.p >= 0;
-    channel->grain = open ? 16 : per >= 4096 ? 1 : 4096 / (per + 1) + 1;
+    /* Outputs per channel; an open size takes a fixed grain (the text must not depend on the
+     * example). */
+    int64_t per = in->batch.p < 0 && c->plane.p < 0 ? in->batch.c * c->plane.c : -1;
+    channel->grain = per < 0 ? 16 : per >= 4096 ? 1 : 4096 / (per + 1) + 1;
   }
   stax_kir_loop_t* n = lower_sym_loop(k, &channel->body, "n", in->batch);
   if (!n) return;
